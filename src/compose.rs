@@ -1,0 +1,322 @@
+//! The composer: whatever the LLM wrote, the posted text obeys the output rules — only URLs from
+//! the evidence set, no mentions but the requester and the author — and is split into thread
+//! parts that fit the platform's length rules ([`TextLimits`]).
+
+use std::collections::HashSet;
+
+use unicode_segmentation::UnicodeSegmentation;
+
+/// How a platform counts a post's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextLimits {
+    /// Maximum length of one post.
+    pub max_chars: usize,
+    /// Every URL counts as this many characters (Mastodon: 23), whatever its length.
+    pub chars_per_url: usize,
+}
+
+/// Length of `text` as Mastodon counts it: grapheme clusters, each URL as `chars_per_url`,
+/// `@user@domain` as `@user`.
+pub fn weighted_len(text: &str, limits: TextLimits) -> usize {
+    let mut total = 0;
+    for (i, token) in split_keep_ws(text) {
+        let _ = i;
+        total += token_len(token, limits);
+    }
+    total
+}
+
+fn token_len(token: &str, limits: TextLimits) -> usize {
+    if token.chars().all(char::is_whitespace) {
+        return token.graphemes(true).count();
+    }
+    if let Some(start) = url_start(token) {
+        let (url, rest) = split_url_tail(&token[start..]);
+        let _ = url;
+        return token[..start].graphemes(true).count() + limits.chars_per_url + rest.graphemes(true).count();
+    }
+    if let Some(rest) = token.strip_prefix('@') {
+        if let Some((user, _domain)) = rest.split_once('@') {
+            return 1 + user.graphemes(true).count();
+        }
+    }
+    token.graphemes(true).count()
+}
+
+/// Splits into alternating non-whitespace / whitespace runs, with byte offsets.
+fn split_keep_ws(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_ws: Option<bool> = None;
+    for (i, c) in text.char_indices() {
+        let ws = c.is_whitespace();
+        if in_ws.is_some_and(|w| w != ws) {
+            out.push((start, &text[start..i]));
+            start = i;
+        }
+        in_ws = Some(ws);
+    }
+    if start < text.len() {
+        out.push((start, &text[start..]));
+    }
+    out
+}
+
+fn url_start(token: &str) -> Option<usize> {
+    let lower = token.to_ascii_lowercase();
+    [lower.find("https://"), lower.find("http://")]
+        .into_iter()
+        .flatten()
+        .min()
+}
+
+/// Splits `https://x/y).` into the URL and the trailing punctuation.
+fn split_url_tail(s: &str) -> (&str, &str) {
+    let end = s
+        .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '"', '\'', '»'])
+        .len();
+    s.split_at(end)
+}
+
+/// Applies the output rules: removes every URL not in `allowed_urls`, and defuses every
+/// `@handle` not in `allowed_mentions` (the `@` is dropped, so nobody is notified).
+pub fn enforce_rules(text: &str, allowed_urls: &HashSet<String>, allowed_mentions: &[String]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (_, token) in split_keep_ws(text) {
+        if token.chars().all(char::is_whitespace) {
+            out.push_str(token);
+            continue;
+        }
+        let mut token = token.to_string();
+        if let Some(start) = url_start(&token) {
+            let (url, tail) = split_url_tail(&token[start..]);
+            if !allowed_urls.contains(url) {
+                token = format!("{}{}", &token[..start], tail);
+            }
+        }
+        out.push_str(&defuse_mentions(&token, allowed_mentions));
+    }
+    // Collapse the gaps left by removed URLs.
+    let mut cleaned = String::with_capacity(out.len());
+    for line in out.split('\n') {
+        let words: Vec<&str> = line.split([' ', '\t']).filter(|w| !w.is_empty()).collect();
+        cleaned.push_str(&words.join(" "));
+        cleaned.push('\n');
+    }
+    cleaned.trim().to_string()
+}
+
+fn defuse_mentions(token: &str, allowed: &[String]) -> String {
+    let chars: Vec<char> = token.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let prev_ok = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_' || chars[i - 1] == '/');
+        if c == '@' && prev_ok {
+            let handle: String = chars[i + 1..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '@' | '.' | '-'))
+                .collect();
+            let handle = handle.trim_end_matches(['.', '-']);
+            let keep = !handle.is_empty() && allowed.iter().any(|a| a.eq_ignore_ascii_case(handle));
+            if keep || handle.is_empty() {
+                out.push('@');
+            }
+            i += 1;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// Splits `body` into thread parts. The first part starts with `lead` (e.g. `@requester `).
+/// Parts are numbered " (i/n)" when `number_parts` and there is more than one. At most
+/// `max_parts` parts: past that the text is cut at a word and ends with "…".
+pub fn split_thread(lead: &str, body: &str, limits: TextLimits, number_parts: bool, max_parts: usize) -> Vec<String> {
+    let single = format!("{lead}{body}");
+    if weighted_len(&single, limits) <= limits.max_chars {
+        return vec![single];
+    }
+    // Reserve room for the widest numbering suffix.
+    let reserve = if number_parts { " (99/99)".len() } else { 0 };
+    let budget = limits.max_chars.saturating_sub(reserve).max(10);
+    let mut parts: Vec<String> = Vec::new();
+    let mut current = lead.to_string();
+    let mut current_len = weighted_len(lead, limits);
+    let mut pending_sep = String::new();
+    for (_, token) in split_keep_ws(body) {
+        if token.chars().all(char::is_whitespace) {
+            pending_sep = if token.contains('\n') { "\n".into() } else { " ".into() };
+            continue;
+        }
+        for piece in fit_pieces(token, budget, limits) {
+            let piece_len = token_len(&piece, limits);
+            let sep_len = if current_len == 0 || current.ends_with(' ') {
+                0
+            } else {
+                pending_sep.len().min(1)
+            };
+            if current_len + sep_len + piece_len > budget && current_len > 0 {
+                parts.push(current.trim_end().to_string());
+                current = String::new();
+                current_len = 0;
+            }
+            if current_len > 0 && !current.ends_with(' ') && !pending_sep.is_empty() {
+                current.push_str(&pending_sep);
+                current_len += 1;
+            }
+            current.push_str(&piece);
+            current_len += piece_len;
+            pending_sep = " ".into();
+        }
+    }
+    if !current.trim().is_empty() {
+        parts.push(current.trim_end().to_string());
+    }
+    if parts.len() > max_parts {
+        parts.truncate(max_parts);
+        let last = parts.last_mut().expect("max_parts >= 1");
+        while weighted_len(last, limits) + 1 > budget {
+            match last.rfind(' ') {
+                Some(i) => last.truncate(i),
+                None => break,
+            }
+        }
+        last.push('…');
+    }
+    let n = parts.len();
+    if number_parts && n > 1 {
+        for (i, p) in parts.iter_mut().enumerate() {
+            p.push_str(&format!(" ({}/{})", i + 1, n));
+        }
+    }
+    parts
+}
+
+/// A token that is longer than a whole part is cut by graphemes (URLs are never cut).
+fn fit_pieces(token: &str, budget: usize, limits: TextLimits) -> Vec<String> {
+    if token_len(token, limits) <= budget || url_start(token).is_some() {
+        return vec![token.to_string()];
+    }
+    let graphemes: Vec<&str> = token.graphemes(true).collect();
+    graphemes.chunks(budget).map(|c| c.concat()).collect()
+}
+
+/// The thread for a draft: rules enforced, `lead` (the requester's handle) first, split to fit.
+pub fn compose(
+    draft: &crate::job::Draft,
+    lead: &str,
+    allowed_mentions: &[String],
+    limits: TextLimits,
+    reply: &crate::config::ReplyConfig,
+) -> Vec<String> {
+    let allowed_urls: HashSet<String> = draft.urls.iter().cloned().collect();
+    let mut body = enforce_rules(&draft.text, &allowed_urls, allowed_mentions);
+    if body.is_empty() {
+        body = FALLBACK.to_string();
+    }
+    split_thread(lead, &body, limits, reply.number_parts, reply.max_parts)
+}
+
+/// Used when nothing of the model's text survives the rules.
+pub const FALLBACK: &str =
+    "I could not produce a reliable answer about this post. Please check it against trusted sources before sharing.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MASTO: TextLimits = TextLimits {
+        max_chars: 500,
+        chars_per_url: 23,
+    };
+
+    #[test]
+    fn length_rules() {
+        let cases: &[(&str, usize)] = &[
+            ("hello", 5),
+            ("héllo 👍🏽", 7),
+            ("see https://example.com/a/very/long/path/that/is/long", 4 + 23),
+            ("(https://example.com/x).", 1 + 23 + 2),
+            ("@alice@mastodon.social hi", 6 + 3),
+        ];
+        for (text, want) in cases {
+            assert_eq!(weighted_len(text, MASTO), *want, "{text}");
+        }
+    }
+
+    #[test]
+    fn rules_remove_foreign_urls_and_mentions() {
+        let allowed: HashSet<String> = ["https://good.example/a".to_string()].into();
+        let out = enforce_rules(
+            "This post is false. See https://good.example/a, not https://evil.example/x. cc @eve @alice@ex.social mail a@b.c",
+            &allowed,
+            &["alice@ex.social".to_string()],
+        );
+        assert_eq!(
+            out,
+            "This post is false. See https://good.example/a, not . cc eve @alice@ex.social mail a@b.c"
+        );
+    }
+
+    #[test]
+    fn long_text_splits_in_order_within_limit() {
+        let limits = TextLimits {
+            max_chars: 100,
+            chars_per_url: 23,
+        };
+        let words: Vec<String> = (0..120).map(|i| format!("w{i}")).collect();
+        let body = words.join(" ");
+        let parts = split_thread("@bob ", &body, limits, true, 20);
+        assert!(parts.len() > 3);
+        for (i, p) in parts.iter().enumerate() {
+            assert!(weighted_len(p, limits) <= 100, "part {i} too long: {p}");
+            assert!(p.ends_with(&format!("({}/{})", i + 1, parts.len())), "{p}");
+        }
+        assert!(parts[0].starts_with("@bob w0 "));
+        let rejoined: Vec<&str> = parts
+            .iter()
+            .flat_map(|p| p.rsplit_once(" (").unwrap().0.split_whitespace())
+            .filter(|w| *w != "@bob")
+            .collect();
+        assert_eq!(rejoined, words.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn max_parts_cuts_with_ellipsis() {
+        let limits = TextLimits {
+            max_chars: 50,
+            chars_per_url: 23,
+        };
+        let body = "word ".repeat(200);
+        let parts = split_thread("", &body, limits, true, 3);
+        assert_eq!(parts.len(), 3);
+        assert!(parts[2].ends_with("… (3/3)"), "{}", parts[2]);
+        assert!(parts.iter().all(|p| weighted_len(p, limits) <= 50));
+    }
+
+    #[test]
+    fn urls_count_23_so_long_urls_fit() {
+        let limits = TextLimits {
+            max_chars: 60,
+            chars_per_url: 23,
+        };
+        let url = format!("https://example.com/{}", "x".repeat(200));
+        let parts = split_thread("@a ", &format!("Read {url} now"), limits, true, 4);
+        assert_eq!(parts, vec![format!("@a Read {url} now")]);
+    }
+
+    #[test]
+    fn giant_word_is_cut() {
+        let limits = TextLimits {
+            max_chars: 40,
+            chars_per_url: 23,
+        };
+        let parts = split_thread("", &"z".repeat(100), limits, true, 10);
+        assert!(parts.len() >= 3);
+        assert!(parts.iter().all(|p| weighted_len(p, limits) <= 40), "{parts:?}");
+    }
+}

@@ -1,0 +1,139 @@
+//! Wiring of the long-running daemon: secrets → store → metrics/HTTP → platform → intake →
+//! dispatcher. [`run`] takes the config and a shutdown token (cancelled on SIGTERM/SIGINT by
+//! `main`); when the token fires, intake stops first, then in-flight jobs get the grace period.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::intake::Intake;
+use crate::llm::LlmClient;
+use crate::metrics::Metrics;
+use crate::pipeline::Pipeline;
+use crate::platform::mastodon::Mastodon;
+use crate::platform::{Platform, PlatformError};
+use crate::prompts::Prompts;
+use crate::secret;
+use crate::store::Store;
+use crate::worker::{self, Worker};
+
+pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let m = &config.mastodon;
+    let token = secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?
+        .expect("required secret");
+    let llm_key = secret::resolve("llm.api_key", &config.llm.api_key_env, &config.llm.api_key_file, false)?;
+
+    std::fs::create_dir_all(&config.daemon.state_dir).with_context(|| {
+        format!(
+            "daemon.state_dir: cannot create {} — make it writable by the bot's user",
+            config.daemon.state_dir.display()
+        )
+    })?;
+    let store = Store::open(&config.daemon.state_dir).with_context(|| {
+        format!(
+            "daemon.state_dir: cannot open the store in {}",
+            config.daemon.state_dir.display()
+        )
+    })?;
+    let repaired = store.repair_pending()?;
+    if repaired > 0 {
+        tracing::warn!(repaired, "re-indexed unfinished jobs after an unclean stop");
+    }
+
+    let metrics = Metrics::new();
+    let mut background = tokio::task::JoinSet::new();
+    if !config.http.listen.is_empty() {
+        let listener = tokio::net::TcpListener::bind(&config.http.listen)
+            .await
+            .with_context(|| {
+                format!(
+                    "http.listen: cannot listen on {} — pick a free port or set \"\" to disable",
+                    config.http.listen
+                )
+            })?;
+        tracing::info!(addr = %listener.local_addr()?, "health and metrics listening");
+        let (metrics, token) = (metrics.clone(), shutdown.clone());
+        background.spawn(async move {
+            if let Err(e) = crate::http::serve(listener, metrics, token).await {
+                tracing::error!(error = %e, "http listener failed");
+            }
+        });
+    }
+
+    let prompts = Arc::new(Prompts::load(&config.daemon.prompts_dir)?);
+    let llm = LlmClient::new(&config.llm, llm_key)?;
+    let pipeline = Pipeline {
+        mode: config.daemon.pipeline,
+        llm,
+        prompts: prompts.clone(),
+    };
+
+    metrics.set_connection("mastodon", crate::metrics::ConnState::Connecting);
+    let Some((mastodon, source)) = connect_with_retry(&config, token, &shutdown).await? else {
+        return Ok(());
+    };
+    let platform = Platform::Mastodon(mastodon);
+
+    let (queue_tx, queue_rx) = mpsc::channel(config.daemon.queue_capacity);
+    let intake = Intake::new(
+        store.clone(),
+        metrics.clone(),
+        prompts.clone(),
+        queue_tx,
+        config.limits.checks_per_requester_per_hour,
+        config.mastodon.allowed_bots.clone(),
+    );
+    let worker = Arc::new(Worker {
+        store: store.clone(),
+        platform,
+        pipeline,
+        prompts,
+        metrics,
+        reply: config.reply.clone(),
+    });
+
+    let intake_stop = shutdown.child_token();
+    background.spawn(source.run(intake, intake_stop));
+    let grace = Duration::from_secs(config.daemon.shutdown_grace_secs);
+    tracing::info!(pending = store.pending_jobs()?.len(), "musebot running");
+    worker::dispatch(
+        worker,
+        queue_rx,
+        config.daemon.max_jobs_in_flight,
+        grace,
+        shutdown.clone(),
+    )
+    .await;
+
+    background.abort_all();
+    while background.join_next().await.is_some() {}
+    store.flush()?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Connects to Mastodon, retrying transient failures (the server may start after us);
+/// `None` when shutdown came first.
+async fn connect_with_retry(
+    config: &Config,
+    token: crate::secret::Secret,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Option<(Mastodon, crate::platform::mastodon::stream::MastodonSource)>> {
+    let mut wait = Duration::from_secs(1);
+    loop {
+        match Mastodon::connect(&config.mastodon, token.clone()).await {
+            Ok(pair) => return Ok(Some(pair)),
+            Err(PlatformError::Fatal(e)) => anyhow::bail!("mastodon: {e}"),
+            Err(e) => tracing::warn!(error = %e, wait_s = wait.as_secs(), "mastodon not reachable yet; retrying"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(None),
+            _ = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(Duration::from_secs(config.mastodon.reconnect_max_secs));
+    }
+}

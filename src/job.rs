@@ -1,0 +1,233 @@
+//! A job: one mention (or, later, one hashtag hit) being answered. Its stage outputs are
+//! persisted one by one; the next stage to run is derived from which outputs exist, so a
+//! restart resumes at the first missing one and never repeats finished LLM work.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Visibility;
+
+/// Which platform a job came from. A new platform is a new variant (and a compile error
+/// everywhere it matters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlatformKind {
+    Mastodon,
+}
+
+impl PlatformKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlatformKind::Mastodon => "mastodon",
+        }
+    }
+}
+
+/// What the daemon learnt from a mention notification, before any further request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mention {
+    pub platform: PlatformKind,
+    /// The notification's id (the stream cursor).
+    pub notification_id: String,
+    /// The status that mentions the bot.
+    pub status_id: String,
+    /// The status that one replies to, when the mention is a reply.
+    pub in_reply_to_id: Option<String>,
+    /// The requester's handle (`user` or `user@domain`).
+    pub requester: String,
+    pub requester_is_bot: bool,
+    /// The mention was written by the bot's own account.
+    pub requester_is_self: bool,
+    /// The requester's profile text contains `#nobot`.
+    pub requester_nobot: bool,
+    pub visibility: Visibility,
+    pub created_at: DateTime<Utc>,
+    /// The mention's own text (plain), used when the mention is top-level.
+    pub text: String,
+}
+
+/// The post being checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Post {
+    pub id: String,
+    pub url: Option<String>,
+    pub author: String,
+    pub author_display_name: String,
+    pub author_is_bot: bool,
+    pub author_nobot: bool,
+    pub text: String,
+    pub created_at: DateTime<Utc>,
+    pub visibility: Visibility,
+    pub language: Option<String>,
+}
+
+/// How a job ends. Closed: each new case must be handled by the composer and the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A reply that says what is (in)accurate and why.
+    Reply,
+    /// The requester is over quota: one polite notice.
+    QuotaNotice,
+    /// The post was already answered: point to the earlier reply.
+    AlreadyAnswered,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Reply => "reply",
+            Outcome::QuotaNotice => "quota_notice",
+            Outcome::AlreadyAnswered => "already_answered",
+        }
+    }
+}
+
+/// Why a job ends without a post.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    OwnPost,
+    /// Someone asked about one of the bot's own replies.
+    TargetIsOwnPost,
+    RequesterIsBot,
+    NoBot,
+    OverQuotaSilenced,
+    TargetUnavailable(String),
+}
+
+impl SkipReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SkipReason::OwnPost => "own_post",
+            SkipReason::TargetIsOwnPost => "target_is_own_post",
+            SkipReason::RequesterIsBot => "requester_is_bot",
+            SkipReason::NoBot => "nobot",
+            SkipReason::OverQuotaSilenced => "over_quota_silenced",
+            SkipReason::TargetUnavailable(_) => "target_unavailable",
+        }
+    }
+}
+
+/// The reply text chosen by the pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Draft {
+    pub outcome: Outcome,
+    pub text: String,
+    /// The only URLs the reply may contain (the evidence's; empty without retrieval).
+    pub urls: Vec<String>,
+}
+
+/// The reply split into thread parts, ready to post.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub reply_to: String,
+    pub visibility: Visibility,
+    pub parts: Vec<String>,
+}
+
+/// Where a job stands overall.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    /// Every part confirmed posted.
+    Done,
+    Skipped(SkipReason),
+    Failed(String),
+}
+
+/// One finished stage, for the trace and the metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageRecord {
+    pub stage: Stage,
+    pub millis: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// The stages in order. The next one is derived by [`Job::next_stage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Resolve,
+    Draft,
+    Compose,
+    Post,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Resolve => "resolve",
+            Stage::Draft => "draft",
+            Stage::Compose => "compose",
+            Stage::Post => "post",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    pub mention: Mention,
+    pub status: Status,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Failed attempts so far (transient errors); the job fails for good past a bound.
+    pub attempts: u32,
+    /// Not before this time (set after a transient failure).
+    pub retry_at: Option<DateTime<Utc>>,
+    pub target: Option<Post>,
+    pub draft: Option<Draft>,
+    pub plan: Option<Plan>,
+    /// Ids of the parts confirmed posted, in order.
+    pub posted: Vec<String>,
+    pub trace: Vec<StageRecord>,
+}
+
+impl Job {
+    pub fn new(mention: Mention) -> Job {
+        let now = Utc::now();
+        Job {
+            id: job_id(mention.platform, &mention.notification_id),
+            mention,
+            status: Status::Pending,
+            created_at: now,
+            updated_at: now,
+            attempts: 0,
+            retry_at: None,
+            target: None,
+            draft: None,
+            plan: None,
+            posted: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+
+    /// The first stage whose output is missing, or `None` when nothing is left to do (the job
+    /// is finished, or every part of its reply is posted).
+    pub fn next_stage(&self) -> Option<Stage> {
+        if self.status != Status::Pending {
+            return None;
+        }
+        match (&self.target, &self.draft, &self.plan) {
+            (None, _, _) => Some(Stage::Resolve),
+            (Some(_), None, _) => Some(Stage::Draft),
+            (Some(_), Some(_), None) => Some(Stage::Compose),
+            (Some(_), Some(_), Some(plan)) if self.posted.len() < plan.parts.len() => Some(Stage::Post),
+            (Some(_), Some(_), Some(_)) => None,
+        }
+    }
+
+    pub fn tokens(&self) -> (u64, u64) {
+        self.trace
+            .iter()
+            .fold((0, 0), |(p, c), r| (p + r.prompt_tokens, c + r.completion_tokens))
+    }
+}
+
+/// The job id of a notification: stable, so a re-delivered mention maps to the same job.
+pub fn job_id(platform: PlatformKind, notification_id: &str) -> String {
+    format!("{}:{}", platform.as_str(), notification_id)
+}

@@ -1,0 +1,26 @@
+//! musebot: a daemon that answers misinformation on social media the way a careful
+//! fact-checker would. See ARCHITECTURE.md for the code map and the invariants.
+
+pub mod check;
+pub mod cli;
+pub mod compose;
+pub mod config;
+pub mod daemon;
+pub mod http;
+pub mod intake;
+pub mod job;
+pub mod llm;
+pub mod metrics;
+pub mod pipeline;
+pub mod platform;
+pub mod prompts;
+pub mod retry;
+pub mod secret;
+pub mod store;
+pub mod telemetry;
+pub mod worker;
+
+pub use daemon::run;
+
+/// Sent with every outbound request: honest about what is calling.
+pub const USER_AGENT: &str = concat!("musebot/", env!("CARGO_PKG_VERSION"), " (fact-checking bot)");

@@ -1,0 +1,204 @@
+//! The only code that talks to the LLM: a client for any OpenAI-compatible
+//! `/chat/completions` endpoint with a timeout, retries (see [`crate::retry`]) and token counts.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::LlmConfig;
+use crate::retry::{self, Transient};
+use crate::secret::Secret;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: "system".into(),
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// A completion and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("LLM endpoint answered HTTP {status}: {body}")]
+    Status {
+        status: u16,
+        body: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("LLM request timed out")]
+    Timeout,
+    #[error("LLM endpoint unreachable: {0}")]
+    Network(String),
+    #[error("LLM answer unusable: {0}")]
+    BadResponse(String),
+}
+
+impl Transient for LlmError {
+    fn is_transient(&self) -> bool {
+        match self {
+            LlmError::Status { status, .. } => *status == 429 || *status >= 500,
+            LlmError::Timeout | LlmError::Network(_) => true,
+            LlmError::BadResponse(_) => false,
+        }
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct LlmClient {
+    http: reqwest::Client,
+    endpoint: String,
+    model: String,
+    key: Option<Secret>,
+    max_retries: usize,
+    max_tokens: u32,
+    temperature: f32,
+}
+
+#[derive(Serialize)]
+struct Request<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    max_tokens: u32,
+    temperature: f32,
+    stream: bool,
+}
+
+#[derive(Deserialize)]
+struct Response {
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: Message,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl LlmClient {
+    pub fn new(config: &LlmConfig, key: Option<Secret>) -> Result<LlmClient, LlmError> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(crate::USER_AGENT)
+            .build()
+            .map_err(|e| LlmError::Network(e.to_string()))?;
+        Ok(LlmClient {
+            http,
+            endpoint: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            model: config.model.clone(),
+            key,
+            max_retries: config.max_retries,
+            max_tokens: config.max_tokens,
+            temperature: config.temperature,
+        })
+    }
+
+    /// One chat completion, retried on 429/5xx/timeouts.
+    pub async fn chat(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
+        retry::with_retries(self.max_retries, "llm.chat", || self.chat_once(messages)).await
+    }
+
+    async fn chat_once(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
+        let body = Request {
+            model: &self.model,
+            messages,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            stream: false,
+        };
+        let mut req = self.http.post(&self.endpoint).json(&body);
+        if let Some(key) = &self.key {
+            req = req.bearer_auth(key.expose());
+        }
+        let resp = req.send().await.map_err(classify)?;
+        let status = resp.status();
+        if !status.is_success() {
+            let retry_after = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| retry::parse_retry_after(v, chrono::Utc::now()));
+            let body = resp.text().await.unwrap_or_default();
+            return Err(LlmError::Status {
+                status: status.as_u16(),
+                body: body.chars().take(300).collect(),
+                retry_after,
+            });
+        }
+        let parsed: Response = resp.json().await.map_err(|e| {
+            if e.is_timeout() {
+                LlmError::Timeout
+            } else {
+                LlmError::BadResponse(e.to_string())
+            }
+        })?;
+        let text = parsed
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|c| c.message.content)
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| LlmError::BadResponse("no message content".into()))?;
+        let usage = parsed.usage.unwrap_or(Usage {
+            prompt_tokens: 0,
+            completion_tokens: 0,
+        });
+        Ok(Completion {
+            text,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+        })
+    }
+}
+
+fn classify(e: reqwest::Error) -> LlmError {
+    if e.is_timeout() {
+        LlmError::Timeout
+    } else {
+        // Without the URL: it may carry a key in some deployments.
+        LlmError::Network(e.without_url().to_string())
+    }
+}

@@ -1,0 +1,147 @@
+//! Every metric name lives here (Prometheus, via `prometheus-client`), plus the per-platform
+//! connection state that `/healthz` reports.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PlatformLabel {
+    pub platform: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StageLabel {
+    pub stage: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TokenLabel {
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabel {
+    pub kind: String,
+}
+
+/// Connection state of one platform's intake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnState {
+    Connecting,
+    Connected,
+    Disconnected,
+}
+
+pub struct Metrics {
+    pub registry: Registry,
+    pub mentions_received: Family<PlatformLabel, Counter>,
+    pub jobs: Family<OutcomeLabel, Counter>,
+    pub stage_seconds: Family<StageLabel, Histogram>,
+    pub llm_tokens: Family<TokenLabel, Counter>,
+    pub errors: Family<ErrorLabel, Counter>,
+    pub connections: Mutex<BTreeMap<String, ConnState>>,
+}
+
+pub type SharedMetrics = Arc<Metrics>;
+
+impl Metrics {
+    pub fn new() -> SharedMetrics {
+        let mut registry = Registry::with_prefix("musebot");
+        let mentions_received = Family::<PlatformLabel, Counter>::default();
+        let jobs = Family::<OutcomeLabel, Counter>::default();
+        let stage_seconds = Family::<StageLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new([0.005, 0.05, 0.25, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0])
+        });
+        let llm_tokens = Family::<TokenLabel, Counter>::default();
+        let errors = Family::<ErrorLabel, Counter>::default();
+        registry.register(
+            "mentions_received",
+            "Mentions received, by platform",
+            mentions_received.clone(),
+        );
+        registry.register("jobs", "Jobs finished, by outcome", jobs.clone());
+        registry.register("stage_seconds", "Time spent per stage", stage_seconds.clone());
+        registry.register(
+            "llm_tokens",
+            "LLM tokens used, by kind (prompt|completion)",
+            llm_tokens.clone(),
+        );
+        registry.register("errors", "Errors, by kind", errors.clone());
+        Arc::new(Metrics {
+            registry,
+            mentions_received,
+            jobs,
+            stage_seconds,
+            llm_tokens,
+            errors,
+            connections: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    pub fn mention(&self, platform: &str) {
+        self.mentions_received
+            .get_or_create(&PlatformLabel {
+                platform: platform.into(),
+            })
+            .inc();
+    }
+
+    pub fn job_finished(&self, outcome: &str) {
+        self.jobs
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
+    pub fn stage(&self, stage: &str, seconds: f64) {
+        self.stage_seconds
+            .get_or_create(&StageLabel { stage: stage.into() })
+            .observe(seconds);
+    }
+
+    pub fn tokens(&self, prompt: u64, completion: u64) {
+        self.llm_tokens
+            .get_or_create(&TokenLabel { kind: "prompt".into() })
+            .inc_by(prompt);
+        self.llm_tokens
+            .get_or_create(&TokenLabel {
+                kind: "completion".into(),
+            })
+            .inc_by(completion);
+    }
+
+    pub fn error(&self, kind: &str) {
+        self.errors.get_or_create(&ErrorLabel { kind: kind.into() }).inc();
+    }
+
+    pub fn set_connection(&self, platform: &str, state: ConnState) {
+        self.connections
+            .lock()
+            .expect("metrics lock")
+            .insert(platform.into(), state);
+    }
+
+    pub fn connection_states(&self) -> BTreeMap<String, ConnState> {
+        self.connections.lock().expect("metrics lock").clone()
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("encoding to a String cannot fail");
+        out
+    }
+}

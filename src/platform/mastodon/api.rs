@@ -1,0 +1,136 @@
+//! Mastodon REST types, tolerant of what servers add: unknown notification types and
+//! visibilities parse, unknown fields are ignored, optional fields default.
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Account {
+    pub id: String,
+    #[serde(default)]
+    pub username: String,
+    pub acct: String,
+    #[serde(default)]
+    pub display_name: String,
+    #[serde(default)]
+    pub bot: bool,
+    #[serde(default)]
+    pub note: String,
+}
+
+impl Account {
+    /// The community `#nobot` opt-out in the profile text.
+    pub fn opted_out(&self) -> bool {
+        self.note.to_ascii_lowercase().contains("#nobot")
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Status {
+    pub id: String,
+    #[serde(default)]
+    pub url: Option<String>,
+    pub account: Account,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default)]
+    pub spoiler_text: String,
+    pub created_at: DateTime<Utc>,
+    #[serde(default = "default_visibility")]
+    pub visibility: String,
+    #[serde(default)]
+    pub in_reply_to_id: Option<String>,
+    #[serde(default)]
+    pub language: Option<String>,
+}
+
+fn default_visibility() -> String {
+    "public".into()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Notification {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub created_at: DateTime<Utc>,
+    pub account: Account,
+    #[serde(default)]
+    pub status: Option<Status>,
+}
+
+/// The parts of `/api/v2/instance` (or v1) the bot needs.
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct Instance {
+    #[serde(default)]
+    pub configuration: Configuration,
+    /// v1 only.
+    #[serde(default)]
+    pub urls: Option<V1Urls>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct Configuration {
+    #[serde(default)]
+    pub statuses: StatusLimits,
+    #[serde(default)]
+    pub urls: Option<V2Urls>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct StatusLimits {
+    #[serde(default = "default_max_characters")]
+    pub max_characters: usize,
+    #[serde(default = "default_url_chars")]
+    pub characters_reserved_per_url: usize,
+}
+
+impl Default for StatusLimits {
+    fn default() -> Self {
+        StatusLimits {
+            max_characters: default_max_characters(),
+            characters_reserved_per_url: default_url_chars(),
+        }
+    }
+}
+
+fn default_max_characters() -> usize {
+    500
+}
+fn default_url_chars() -> usize {
+    23
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct V2Urls {
+    #[serde(default)]
+    pub streaming: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct V1Urls {
+    #[serde(default)]
+    pub streaming_api: Option<String>,
+}
+
+impl Instance {
+    pub fn streaming_base(&self) -> Option<String> {
+        self.configuration
+            .urls
+            .as_ref()
+            .and_then(|u| u.streaming.clone())
+            .or_else(|| self.urls.as_ref().and_then(|u| u.streaming_api.clone()))
+            .filter(|s| !s.is_empty())
+    }
+}
+
+/// One frame of the streaming API: `{"stream":[…],"event":"…","payload":"<JSON string>"}`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StreamFrame {
+    #[serde(default)]
+    pub event: Option<String>,
+    #[serde(default)]
+    pub payload: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+}

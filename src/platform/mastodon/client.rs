@@ -1,0 +1,276 @@
+//! The Mastodon REST client: every request paced by a `governor` limiter below the server's
+//! limit, retried on 429/5xx/network errors (waiting for `X-RateLimit-Reset`), and statuses
+//! posted with an `Idempotency-Key` (which megalodon 1.3 cannot send). megalodon itself is used
+//! for account calls whose types it models well (verify_credentials, the bot flag).
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+
+use super::api::{Account, Instance, Notification, Status};
+use crate::config::{MastodonConfig, Visibility};
+use crate::retry::{self, Transient};
+use crate::secret::Secret;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MastodonError {
+    #[error("Mastodon answered HTTP {status} for {what}: {body}")]
+    Status {
+        status: u16,
+        what: &'static str,
+        body: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("Mastodon unreachable ({what}): {reason}")]
+    Network { what: &'static str, reason: String },
+    #[error("Mastodon sent an unreadable answer ({what}): {reason}")]
+    Decode { what: &'static str, reason: String },
+}
+
+impl MastodonError {
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            MastodonError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+impl Transient for MastodonError {
+    fn is_transient(&self) -> bool {
+        match self {
+            MastodonError::Status { status, .. } => *status == 429 || *status >= 500 || *status == 408,
+            MastodonError::Network { .. } => true,
+            MastodonError::Decode { .. } => false,
+        }
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            MastodonError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct MastodonClient {
+    http: reqwest::Client,
+    base: String,
+    token: Secret,
+    limiter: Arc<DefaultDirectRateLimiter>,
+    max_retries: usize,
+}
+
+impl MastodonClient {
+    pub fn new(config: &MastodonConfig, token: Secret) -> Result<MastodonClient, MastodonError> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(crate::USER_AGENT)
+            .build()
+            .map_err(|e| MastodonError::Network {
+                what: "client",
+                reason: e.to_string(),
+            })?;
+        Ok(MastodonClient {
+            http,
+            base: config.base_url.trim_end_matches('/').to_string(),
+            token,
+            limiter: Arc::new(pacing_limiter(config.requests_per_5min)),
+            max_retries: config.max_retries,
+        })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    pub(crate) fn token(&self) -> &Secret {
+        &self.token
+    }
+
+    /// Waits for the pacing limiter (also used around megalodon calls).
+    pub async fn pace(&self) {
+        self.limiter.until_ready().await;
+    }
+
+    async fn request<T: DeserializeOwned>(
+        &self,
+        what: &'static str,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        form: Option<&[(&str, String)]>,
+        idempotency_key: Option<&str>,
+    ) -> Result<T, MastodonError> {
+        retry::with_retries(self.max_retries, what, || async {
+            self.pace().await;
+            let mut req = self
+                .http
+                .request(method.clone(), format!("{}{}", self.base, path))
+                .bearer_auth(self.token.expose())
+                .query(query);
+            if let Some(form) = form {
+                req = req.form(form);
+            }
+            if let Some(key) = idempotency_key {
+                req = req.header("Idempotency-Key", key);
+            }
+            let resp = req.send().await.map_err(|e| MastodonError::Network {
+                what,
+                reason: e.without_url().to_string(),
+            })?;
+            let status = resp.status();
+            if !status.is_success() {
+                let retry_after = if status == StatusCode::TOO_MANY_REQUESTS {
+                    let h = resp.headers();
+                    let now = chrono::Utc::now();
+                    h.get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| retry::parse_retry_after(v, now))
+                        .or_else(|| {
+                            h.get("x-ratelimit-reset")
+                                .and_then(|v| v.to_str().ok())
+                                .and_then(|v| retry::parse_reset(v, now))
+                        })
+                } else {
+                    None
+                };
+                let body: String = resp.text().await.unwrap_or_default().chars().take(300).collect();
+                return Err(MastodonError::Status {
+                    status: status.as_u16(),
+                    what,
+                    body,
+                    retry_after,
+                });
+            }
+            resp.json::<T>().await.map_err(|e| MastodonError::Decode {
+                what,
+                reason: e.to_string(),
+            })
+        })
+        .await
+    }
+
+    /// The account the token belongs to.
+    pub async fn verify_credentials(&self) -> Result<Account, MastodonError> {
+        self.request(
+            "verify_credentials",
+            Method::GET,
+            "/api/v1/accounts/verify_credentials",
+            &[],
+            None,
+            None,
+        )
+        .await
+    }
+
+    /// Instance limits and streaming host: v2, falling back to v1.
+    pub async fn instance(&self) -> Result<Instance, MastodonError> {
+        match self
+            .request("instance", Method::GET, "/api/v2/instance", &[], None, None)
+            .await
+        {
+            Ok(i) => Ok(i),
+            Err(e) if e.status() == Some(404) => {
+                self.request("instance", Method::GET, "/api/v1/instance", &[], None, None)
+                    .await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn status(&self, id: &str) -> Result<Status, MastodonError> {
+        self.request(
+            "get_status",
+            Method::GET,
+            &format!("/api/v1/statuses/{}", path_segment(id)),
+            &[],
+            None,
+            None,
+        )
+        .await
+    }
+
+    /// Mention notifications newer than `min_id` (the page right after it), or the newest one
+    /// when `min_id` is `None` and `limit` is 1.
+    pub async fn mentions(&self, min_id: Option<&str>, limit: u32) -> Result<Vec<Notification>, MastodonError> {
+        let mut query = vec![("types[]", "mention".to_string()), ("limit", limit.to_string())];
+        if let Some(min) = min_id {
+            query.push(("min_id", min.to_string()));
+        }
+        let list: Vec<Notification> = self
+            .request(
+                "notifications",
+                Method::GET,
+                "/api/v1/notifications",
+                &query,
+                None,
+                None,
+            )
+            .await?;
+        // Servers without `types[]` support still send other types: filter here too.
+        Ok(list.into_iter().filter(|n| n.kind == "mention").collect())
+    }
+
+    /// Posts one status; a repeat with the same key returns the original (no duplicate).
+    pub async fn post_status(
+        &self,
+        text: &str,
+        in_reply_to_id: &str,
+        visibility: Visibility,
+        idempotency_key: &str,
+    ) -> Result<Status, MastodonError> {
+        let form = [
+            ("status", text.to_string()),
+            ("in_reply_to_id", in_reply_to_id.to_string()),
+            ("visibility", visibility.as_str().to_string()),
+        ];
+        self.request(
+            "post_status",
+            Method::POST,
+            "/api/v1/statuses",
+            &[],
+            Some(&form),
+            Some(idempotency_key),
+        )
+        .await
+    }
+
+    /// Looks a status up by its public URL (remote posts too).
+    pub async fn search_status(&self, url: &str) -> Result<Option<Status>, MastodonError> {
+        #[derive(serde::Deserialize)]
+        struct Results {
+            #[serde(default)]
+            statuses: Vec<Status>,
+        }
+        let query = [
+            ("q", url.to_string()),
+            ("resolve", "true".into()),
+            ("type", "statuses".into()),
+        ];
+        let r: Results = self
+            .request("search", Method::GET, "/api/v2/search", &query, None, None)
+            .await?;
+        Ok(r.statuses.into_iter().next())
+    }
+}
+
+/// A pacing limiter for `per_5min` requests per 5 minutes, with a small burst.
+fn pacing_limiter(per_5min: u32) -> DefaultDirectRateLimiter {
+    let n = per_5min.max(1);
+    let period = Duration::from_secs(300) / n;
+    let burst = NonZeroU32::new(n.clamp(1, 20)).expect("clamped to >= 1");
+    RateLimiter::direct(Quota::with_period(period).expect("non-zero period").allow_burst(burst))
+}
+
+/// Keeps an id from escaping its path segment.
+fn path_segment(id: &str) -> String {
+    id.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect()
+}

@@ -1,0 +1,170 @@
+//! Mastodon: intake ([`stream`]), REST ([`client`]), types ([`api`]) and HTML to text ([`text`]).
+
+pub mod api;
+pub mod client;
+pub mod stream;
+pub mod text;
+
+use std::time::Duration;
+
+use crate::compose::TextLimits;
+use crate::config::{MastodonConfig, Visibility};
+use crate::job::{Mention, Post};
+use crate::platform::PlatformError;
+use crate::retry::Transient;
+use crate::secret::Secret;
+use api::Status;
+use client::{MastodonClient, MastodonError};
+use stream::MastodonSource;
+
+/// What the worker needs from Mastodon: resolve targets, post parts.
+#[derive(Clone)]
+pub struct Mastodon {
+    pub client: MastodonClient,
+    pub limits: TextLimits,
+    /// The bot's own handle (`acct`).
+    pub bot_acct: String,
+    pub bot_account_id: String,
+}
+
+impl From<MastodonError> for PlatformError {
+    fn from(e: MastodonError) -> Self {
+        match e.status() {
+            Some(404) | Some(410) => PlatformError::Gone(e.to_string()),
+            Some(401) | Some(403) => PlatformError::Fatal(e.to_string()),
+            _ if e.is_transient() => PlatformError::Transient(e.to_string()),
+            _ => PlatformError::Fatal(e.to_string()),
+        }
+    }
+}
+
+impl Mastodon {
+    /// Checks the token, reads the instance's limits, flags the account as a bot.
+    pub async fn connect(config: &MastodonConfig, token: Secret) -> Result<(Mastodon, MastodonSource), PlatformError> {
+        let client = MastodonClient::new(config, token).map_err(PlatformError::from)?;
+        let me = client.verify_credentials().await.map_err(|e| match e.status() {
+            Some(401) | Some(403) => PlatformError::Fatal(format!(
+                "{e} — the access token is wrong or lacks scopes (read write:statuses); check mastodon.access_token_env"
+            )),
+            _ => PlatformError::from(e),
+        })?;
+        let instance = client.instance().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "instance info unavailable; assuming 500 characters, URLs 23");
+            api::Instance::default()
+        });
+        let limits = TextLimits {
+            max_chars: instance.configuration.statuses.max_characters,
+            chars_per_url: instance.configuration.statuses.characters_reserved_per_url,
+        };
+        if config.set_bot_flag && !me.bot {
+            set_bot_flag(&client).await;
+        }
+        let streaming_base = instance
+            .streaming_base()
+            .unwrap_or_else(|| client.base_url().to_string())
+            .replacen("https://", "wss://", 1)
+            .replacen("http://", "ws://", 1);
+        tracing::info!(account = %me.acct, max_chars = limits.max_chars, "mastodon ready");
+        let source = MastodonSource {
+            client: client.clone(),
+            streaming_base,
+            bot_account_id: me.id.clone(),
+            reconnect_max: Duration::from_secs(config.reconnect_max_secs),
+        };
+        Ok((
+            Mastodon {
+                client,
+                limits,
+                bot_acct: me.acct,
+                bot_account_id: me.id,
+            },
+            source,
+        ))
+    }
+
+    /// The post a mention asks about: its parent, or the mention itself when top-level.
+    pub async fn resolve(&self, mention: &Mention) -> Result<Post, PlatformError> {
+        match &mention.in_reply_to_id {
+            Some(parent) => Ok(to_post(self.client.status(parent).await?)),
+            None => Ok(to_post(self.client.status(&mention.status_id).await?)),
+        }
+    }
+
+    /// Posts one part of a reply; the key makes a repeat return the first post.
+    pub async fn post(
+        &self,
+        text: &str,
+        reply_to: &str,
+        visibility: Visibility,
+        key: &str,
+    ) -> Result<(String, Option<String>), PlatformError> {
+        let s = self.client.post_status(text, reply_to, visibility, key).await?;
+        Ok((s.id, s.url))
+    }
+
+    pub async fn status_for_url(&self, url: &str) -> Result<Post, PlatformError> {
+        let own_host = url::Url::parse(self.client.base_url())
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string));
+        let parsed = url::Url::parse(url).map_err(|e| PlatformError::Fatal(format!("`{url}` is not a URL: {e}")))?;
+        if parsed.host_str().map(str::to_string) == own_host {
+            if let Some(id) = parsed
+                .path_segments()
+                .and_then(|mut s| s.next_back())
+                .filter(|s| s.chars().all(|c| c.is_ascii_digit()))
+            {
+                return Ok(to_post(self.client.status(id).await?));
+            }
+        }
+        match self.client.search_status(url).await? {
+            Some(s) => Ok(to_post(s)),
+            None => Err(PlatformError::Gone(format!("no status found at {url}"))),
+        }
+    }
+}
+
+/// Sets the bot flag through megalodon (cosmetic: failures are logged, not fatal).
+async fn set_bot_flag(client: &MastodonClient) {
+    client.pace().await;
+    let result = match megalodon::generator(
+        megalodon::SNS::Mastodon,
+        client.base_url().to_string(),
+        Some(client.token().expose().to_string()),
+        Some(crate::USER_AGENT.to_string()),
+    ) {
+        Ok(m) => {
+            let options = megalodon::megalodon::UpdateCredentialsInputOptions {
+                bot: Some(true),
+                ..Default::default()
+            };
+            m.update_credentials(Some(&options))
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    match result {
+        Ok(()) => tracing::info!("account flagged as a bot"),
+        Err(e) => tracing::warn!(error = %e, "could not set the bot flag; set it in the account's profile settings"),
+    }
+}
+
+pub fn to_post(s: Status) -> Post {
+    let mut text = text::html_to_text(&s.content);
+    if !s.spoiler_text.is_empty() {
+        text = format!("{}\n\n{}", s.spoiler_text, text);
+    }
+    Post {
+        id: s.id,
+        url: s.url,
+        author: s.account.acct.clone(),
+        author_display_name: s.account.display_name.clone(),
+        author_is_bot: s.account.bot,
+        author_nobot: s.account.opted_out(),
+        text,
+        created_at: s.created_at,
+        visibility: Visibility::parse(&s.visibility).unwrap_or(Visibility::Public),
+        language: s.language,
+    }
+}

@@ -1,0 +1,129 @@
+//! One retry policy for every outbound call (LLM, Mastodon): exponential backoff with jitter
+//! from `backon`, only for errors that say they are transient, waiting at least as long as the
+//! server asked (`Retry-After`, `X-RateLimit-Reset`, `RateLimit-Reset`).
+
+use std::future::Future;
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use chrono::{DateTime, Utc};
+
+/// Errors that know whether a retry can help and how long the server asked to wait.
+pub trait Transient {
+    fn is_transient(&self) -> bool;
+    fn retry_after(&self) -> Option<Duration>;
+}
+
+/// Longest wait honoured from a server hint inside one call; longer hints are capped so a job is not parked
+/// for hours inside one call (it is retried later by the worker instead).
+pub const MAX_HINTED_WAIT: Duration = Duration::from_secs(60);
+
+/// Runs `op` until it succeeds, fails permanently, or `max_retries` retries are spent.
+pub async fn with_retries<T, E, F, Fut>(max_retries: usize, what: &'static str, op: F) -> Result<T, E>
+where
+    E: Transient + std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(250))
+        .with_max_delay(Duration::from_secs(30))
+        .with_max_times(max_retries)
+        .with_jitter();
+    op.retry(backoff)
+        .when(|e: &E| e.is_transient())
+        .adjust(|e: &E, planned: Option<Duration>| {
+            planned.map(|d| e.retry_after().map_or(d, |hint| hint.min(MAX_HINTED_WAIT).max(d)))
+        })
+        .notify(|e: &E, wait: Duration| {
+            tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, call = what, "retrying");
+        })
+        .await
+}
+
+/// Parses a `Retry-After` value: delay-seconds or an HTTP date.
+pub fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    DateTime::parse_from_rfc2822(v)
+        .ok()
+        .and_then(|t| (t.with_timezone(&Utc) - now).to_std().ok())
+}
+
+/// Parses a rate-limit reset time: epoch seconds (Bluesky, mastodon-mock) or ISO 8601
+/// (Mastodon), returned as the wait from `now`.
+pub fn parse_reset(value: &str, now: DateTime<Utc>) -> Option<Duration> {
+    let v = value.trim();
+    let at = if let Ok(epoch) = v.parse::<i64>() {
+        DateTime::from_timestamp(epoch, 0)?
+    } else {
+        DateTime::parse_from_rfc3339(v).ok()?.with_timezone(&Utc)
+    };
+    Some((at - now).to_std().unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_parse() {
+        let now = DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let cases: &[(&str, Option<u64>)] = &[
+            ("7", Some(7)),
+            ("Mon, 30 Nov 2026 10:00:30 GMT", Some(30)),
+            ("soon", None),
+        ];
+        for (v, want) in cases {
+            assert_eq!(parse_retry_after(v, now).map(|d| d.as_secs()), *want, "{v}");
+        }
+        let resets: &[(&str, Option<u64>)] = &[
+            ("1796032812", Some(1796032812 - now.timestamp() as u64)),
+            ("2026-11-30T10:05:00.000000Z", Some(300)),
+            ("2026-11-30T09:00:00Z", Some(0)),
+            ("x", None),
+        ];
+        for (v, want) in resets {
+            assert_eq!(parse_reset(v, now).map(|d| d.as_secs()), *want, "{v}");
+        }
+    }
+
+    #[derive(Debug)]
+    struct E(bool);
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "e{}", self.0)
+        }
+    }
+    impl Transient for E {
+        fn is_transient(&self) -> bool {
+            self.0
+        }
+        fn retry_after(&self) -> Option<Duration> {
+            None
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_transient_only() {
+        let mut calls = 0;
+        let r: Result<(), E> = with_retries(3, "t", || {
+            calls += 1;
+            async { Err(E(true)) }
+        })
+        .await;
+        assert!(r.is_err());
+        assert_eq!(calls, 4);
+        let mut calls = 0;
+        let _: Result<(), E> = with_retries(3, "t", || {
+            calls += 1;
+            async { Err(E(false)) }
+        })
+        .await;
+        assert_eq!(calls, 1);
+    }
+}

@@ -1,0 +1,265 @@
+//! The only module that touches sled. Trees: `cursors` (stream positions), `jobs` (one JSON
+//! [`Job`] per mention), `replies` (target post → reply ids), `quota` (per-requester counters
+//! and notices). Every write that must survive a crash is flushed before it is acknowledged
+//! (sled's own background flush runs only every 500 ms).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::job::{Job, Status};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("state store: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("state store: corrupt record `{key}`: {reason}")]
+    Corrupt { key: String, reason: String },
+}
+
+/// A reply thread already posted for a target post.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyRecord {
+    pub job_id: String,
+    pub reply_ids: Vec<String>,
+    pub first_url: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    cursors: sled::Tree,
+    jobs: sled::Tree,
+    replies: sled::Tree,
+    quota: sled::Tree,
+    /// Index of unfinished job ids.
+    pending: sled::Tree,
+}
+
+impl Store {
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let db = sled::Config::new().path(dir).flush_every_ms(Some(500)).open()?;
+        Ok(Store {
+            cursors: db.open_tree("cursors")?,
+            jobs: db.open_tree("jobs")?,
+            replies: db.open_tree("replies")?,
+            quota: db.open_tree("quota")?,
+            pending: db.open_tree("pending")?,
+            db,
+        })
+    }
+
+    /// Re-indexes unfinished jobs (the index and the job are separate writes; a crash between
+    /// them must not hide a job). Run once at start-up; returns how many were re-indexed.
+    pub fn repair_pending(&self) -> Result<usize, StoreError> {
+        let mut fixed = 0;
+        for item in self.jobs.iter() {
+            let (k, v) = item?;
+            if let Ok(job) = decode(&String::from_utf8_lossy(&k), &v) {
+                if job.status == Status::Pending && !self.pending.contains_key(&k)? {
+                    self.pending.insert(&k, &[])?;
+                    fixed += 1;
+                }
+            }
+        }
+        self.flush()?;
+        Ok(fixed)
+    }
+
+    /// Makes every write so far durable.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn cursor(&self, name: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .cursors
+            .get(name)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// Inserts the job unless one with its id exists, moves the cursor, and flushes: after
+    /// this returns `Ok(true)` the mention cannot be lost, and a second delivery returns
+    /// `Ok(false)`.
+    pub fn enqueue(&self, job: &Job, cursor: Option<(&str, &str)>) -> Result<bool, StoreError> {
+        let bytes = encode(job);
+        let inserted = self
+            .jobs
+            .compare_and_swap(job.id.as_bytes(), None as Option<&[u8]>, Some(bytes))?
+            .is_ok();
+        if inserted && job.status == Status::Pending {
+            self.pending.insert(job.id.as_bytes(), &[])?;
+        }
+        if let Some((name, value)) = cursor {
+            self.advance_cursor(name, value)?;
+        }
+        self.flush()?;
+        Ok(inserted)
+    }
+
+    /// Moves a cursor forward (numeric-aware: Mastodon ids are decimal strings of any length).
+    pub fn advance_cursor(&self, name: &str, value: &str) -> Result<(), StoreError> {
+        let cur = self.cursor(name)?;
+        if cur.as_deref().is_none_or(|c| id_less(c, value)) {
+            self.cursors.insert(name, value.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Persists a job's new stage output and flushes before returning.
+    pub fn save(&self, job: &Job) -> Result<(), StoreError> {
+        self.jobs.insert(job.id.as_bytes(), encode(job))?;
+        if job.status != Status::Pending {
+            self.pending.remove(job.id.as_bytes())?;
+        }
+        self.flush()
+    }
+
+    pub fn job(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        self.jobs.get(id)?.map(|v| decode(id, &v)).transpose()
+    }
+
+    /// Jobs not finished yet, oldest first (resumed at start-up).
+    pub fn pending_jobs(&self) -> Result<Vec<Job>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.pending.iter() {
+            let (k, _) = item?;
+            let key = String::from_utf8_lossy(&k).into_owned();
+            match self.job(&key) {
+                Ok(Some(job)) if job.status == Status::Pending => out.push(job),
+                Ok(_) => {
+                    self.pending.remove(&k)?;
+                }
+                Err(e) => tracing::error!(error = %e, "skipping unreadable job record"),
+            }
+        }
+        out.sort_by_key(|j| j.created_at);
+        Ok(out)
+    }
+
+    pub fn all_jobs(&self) -> Result<Vec<Job>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.jobs.iter() {
+            let (k, v) = item?;
+            out.push(decode(&String::from_utf8_lossy(&k), &v)?);
+        }
+        Ok(out)
+    }
+
+    pub fn reply_for(&self, target_key: &str) -> Result<Option<ReplyRecord>, StoreError> {
+        self.replies
+            .get(target_key)?
+            .map(|v| {
+                serde_json::from_slice(&v).map_err(|e| StoreError::Corrupt {
+                    key: target_key.into(),
+                    reason: e.to_string(),
+                })
+            })
+            .transpose()
+    }
+
+    /// Records the reply thread of a target; not overwritten by later answers.
+    pub fn record_reply(&self, target_key: &str, record: &ReplyRecord) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec(record).expect("reply record serialises");
+        let _ = self
+            .replies
+            .compare_and_swap(target_key, None as Option<&[u8]>, Some(bytes))?;
+        Ok(())
+    }
+
+    /// Adds one to a counter and returns the new value (atomic).
+    pub fn bump(&self, key: &str) -> Result<u64, StoreError> {
+        let v = self.quota.update_and_fetch(key, |old| {
+            let n = old.map_or(0, |b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
+            Some((n + 1).to_be_bytes().to_vec())
+        })?;
+        Ok(v.map_or(0, |b| u64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]))))
+    }
+
+    /// Sets a flag once; `true` if this call set it.
+    pub fn set_once(&self, key: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .quota
+            .compare_and_swap(key, None as Option<&[u8]>, Some(&b"1"[..]))?
+            .is_ok())
+    }
+}
+
+fn encode(job: &Job) -> Vec<u8> {
+    serde_json::to_vec(job).expect("job serialises")
+}
+
+fn decode(key: &str, bytes: &[u8]) -> Result<Job, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        key: key.into(),
+        reason: e.to_string(),
+    })
+}
+
+/// Orders ids numerically when both are decimal, else lexically.
+pub fn id_less(a: &str, b: &str) -> bool {
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    if numeric(a) && numeric(b) {
+        let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
+        (a.len(), a) < (b.len(), b)
+    } else {
+        a < b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Visibility;
+    use crate::job::{Mention, PlatformKind};
+
+    fn mention(id: &str) -> Mention {
+        Mention {
+            platform: PlatformKind::Mastodon,
+            notification_id: id.into(),
+            status_id: "s".into(),
+            in_reply_to_id: None,
+            requester: "alice".into(),
+            requester_is_bot: false,
+            requester_is_self: false,
+            requester_nobot: false,
+            visibility: Visibility::Public,
+            created_at: chrono::Utc::now(),
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn enqueue_is_once_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Store::open(dir.path()).unwrap();
+            assert!(s.enqueue(&Job::new(mention("9")), Some(("m", "9"))).unwrap());
+            assert!(!s.enqueue(&Job::new(mention("9")), Some(("m", "9"))).unwrap());
+            s.advance_cursor("m", "10").unwrap();
+            s.advance_cursor("m", "8").unwrap();
+            s.flush().unwrap();
+        }
+        let s = Store::open(dir.path()).unwrap();
+        assert_eq!(s.pending_jobs().unwrap().len(), 1);
+        assert_eq!(s.cursor("m").unwrap().as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn ids_compare_numerically() {
+        assert!(id_less("9", "10"));
+        assert!(!id_less("10", "9"));
+        assert!(id_less("109999999999999999", "110000000000000000"));
+    }
+
+    #[test]
+    fn counters_and_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path()).unwrap();
+        assert_eq!(s.bump("a").unwrap(), 1);
+        assert_eq!(s.bump("a").unwrap(), 2);
+        assert!(s.set_once("n").unwrap());
+        assert!(!s.set_once("n").unwrap());
+    }
+}

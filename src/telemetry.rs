@@ -1,0 +1,33 @@
+//! Logging setup: `tracing-subscriber` in text or JSON, filtered by `RUST_LOG` or the config.
+//! Whatever the filter says, megalodon and tungstenite are capped at `error`: megalodon 1.3
+//! logs the streaming URL, which carries the access token, at info/warn.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{LogConfig, LogFormat};
+
+/// Targets that may print secrets; forced to `error` whatever the user's filter says.
+pub const SECRET_LEAKING_TARGETS: &[&str] = &["megalodon", "tungstenite", "tokio_tungstenite"];
+
+pub fn filter(config_filter: &str) -> EnvFilter {
+    let base = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| config_filter.to_string());
+    let mut filter = EnvFilter::try_new(&base).unwrap_or_else(|_| EnvFilter::new("info"));
+    for target in SECRET_LEAKING_TARGETS {
+        filter = filter.add_directive(format!("{target}=error").parse().expect("static directive"));
+    }
+    filter
+}
+
+/// Installs the global subscriber (once; later calls are ignored).
+pub fn init(config: &LogConfig) {
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter(&config.filter))
+        .with_writer(std::io::stderr);
+    let _ = match config.format {
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}

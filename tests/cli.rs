@@ -1,0 +1,110 @@
+//! The binary's configuration errors: non-zero exit, the key named, no panic.
+
+use std::process::Command;
+
+fn musebot(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_musebot"));
+    cmd.args(args)
+        .env_remove("MUSEBOT_CONFIG")
+        .env_remove("MUSEBOT_MASTODON_TOKEN");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_config_files_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str)] = &[
+        (
+            "[daemon]\nmax_jobs_in_flight = \"four\"\n",
+            "daemon.max_jobs_in_flight:",
+        ),
+        (
+            "[mastodon]\nbase_url = \"https://m.example\"\ntoken = \"secret-in-file\"\n",
+            "mastodon.token:",
+        ),
+        (
+            "[mastodon]\nbase_url = \"https://m.example\"\n[reply]\nvisibility = \"everyone\"\n",
+            "reply.visibility:",
+        ),
+        ("[mastodon]\nbase_url = \"\"\n", "mastodon.base_url: is empty — set it"),
+        (
+            "[mastodon]\nbase_url = \"https://m.example\"\n[http]\nlisten = \"0.0.0.0:9187\"\n",
+            "http.listen:",
+        ),
+        ("[mastodon\n", "line 1"),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("c{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let (code, _out, err) = musebot(&["config", "check", path.to_str().unwrap()], &[]);
+        assert_eq!(code, 2, "case {i}: {err}");
+        assert!(err.contains(want), "case {i}: want {want:?} in {err:?}");
+        assert!(!err.contains("panicked"), "{err}");
+        let (code, _, err) = musebot(&["run", "--config", path.to_str().unwrap()], &[]);
+        assert_eq!(code, 2, "run must refuse it too: {err}");
+    }
+}
+
+#[test]
+fn the_shipped_file_is_the_documented_template() {
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/bot-config.toml");
+    let (code, _, err) = musebot(&["config", "check", shipped], &[]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err.trim(),
+        "mastodon.base_url: is empty — set it to your instance, e.g. https://mastodon.social"
+    );
+}
+
+#[test]
+fn a_missing_secret_is_a_clear_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[daemon]\nstate_dir = \"{}\"\n[http]\nlisten = \"\"\n[mastodon]\nbase_url = \"http://127.0.0.1:9\"\n",
+            dir.path().join("s").display()
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = musebot(&["run", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("mastodon.access_token_env: environment variable `MUSEBOT_MASTODON_TOKEN` is not set"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+
+    let missing = dir.path().join("nope");
+    std::fs::write(
+        &path,
+        format!(
+            "[daemon]\nstate_dir = \"{}\"\n[http]\nlisten = \"\"\n[mastodon]\nbase_url = \"http://127.0.0.1:9\"\naccess_token_file = \"{}\"\n",
+            dir.path().join("s").display(),
+            missing.display()
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = musebot(&["run", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("mastodon.access_token_file: cannot read"), "{err}");
+}
+
+#[test]
+fn a_missing_config_file_says_where_it_looked() {
+    let (code, _, err) = musebot(&["config", "check", "/nonexistent/bot-config.toml"], &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("/nonexistent/bot-config.toml: cannot read the config file"),
+        "{err}"
+    );
+}

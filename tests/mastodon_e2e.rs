@@ -1,0 +1,225 @@
+//! End to end on a real `mastodon-mock` with a scripted LLM: threading, splitting, skip rules,
+//! quota, metrics.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+async fn setup(reply: &str, extra: &str) -> (MockMastodon, ScriptedLlm, Daemon, tempfile::TempDir) {
+    let mock = MockMastodon::start().await;
+    let llm = ScriptedLlm::start(Script::reply(reply)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, extra);
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    (mock, llm, daemon, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mention_under_a_status_gets_a_threaded_reply() {
+    let reply = "This post is false: the Moon is made of rock, as samples from Apollo show.";
+    let (mock, llm, daemon, _dir) = setup(reply, "").await;
+    let target = mock
+        .post(ALICE_TOKEN, "The Moon is made of cheese, scientists admit!", None)
+        .await;
+    let target_id = target["id"].as_str().unwrap();
+    let mention = mock.post(BOB_TOKEN, "@musebot is this true?", Some(target_id)).await;
+
+    let posted = mock
+        .wait_for_bot_statuses(Duration::from_secs(30), |s| !s.is_empty())
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let posted_again = mock.bot_statuses().await;
+    assert_eq!(posted_again.len(), 1, "exactly one reply: {posted_again:#?}");
+    let r = &posted[0];
+    assert_eq!(
+        r["in_reply_to_id"].as_str(),
+        Some(target_id),
+        "reply must thread under the checked status"
+    );
+    assert_ne!(r["in_reply_to_id"], mention["id"]);
+    assert_eq!(r["visibility"], "unlisted");
+    assert_eq!(text_of(r), format!("@bob {reply}"));
+
+    // The LLM saw the target's text, inside the data block, not the mention's.
+    let reqs = llm.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 1);
+    let user = reqs[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("<post>") && user.contains("The Moon is made of cheese"),
+        "{user}"
+    );
+    assert!(!user.contains("is this true"), "{user}");
+
+    let metrics = reqwest::get(format!("http://127.0.0.1:{}/metrics", daemon.health_port))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("musebot_mentions_received_total{platform=\"mastodon\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("musebot_jobs_total{outcome=\"reply\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("musebot_llm_tokens_total{kind=\"prompt\"} 42"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("musebot_stage_seconds_count{stage=\"draft\"} 1"),
+        "{metrics}"
+    );
+    let health = reqwest::get(format!("http://127.0.0.1:{}/healthz", daemon.health_port))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(health.contains("\"mastodon\":\"connected\""), "{health}");
+    assert!(!daemon.log_text().contains(BOT_TOKEN), "the token leaked into the log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_reply_becomes_ordered_parts_within_the_limit() {
+    let words: Vec<String> = (0..260).map(|i| format!("fact{i}")).collect();
+    let reply = format!("This post is misleading. {}", words.join(" "));
+    let (mock, _llm, _daemon, _dir) = setup(&reply, "[reply]\nmax_parts = 10\n").await;
+    let limit = mock.get(ALICE_TOKEN, "/api/v2/instance").await["configuration"]["statuses"]["max_characters"]
+        .as_u64()
+        .unwrap() as usize;
+    let target = mock.post(ALICE_TOKEN, "A long claim", None).await;
+    let target_id = target["id"].as_str().unwrap().to_string();
+    mock.post(BOB_TOKEN, "@musebot check please", Some(&target_id)).await;
+
+    let parts = mock
+        .wait_for_bot_statuses(Duration::from_secs(30), |s| {
+            s.len() >= 4 && s.iter().all(|p| text_of(p).contains('/'))
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let parts_final = mock.bot_statuses().await;
+    assert_eq!(parts.len(), parts_final.len());
+    let n = parts.len();
+    let mut previous = target_id.clone();
+    let mut seen_words = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let text = text_of(p);
+        let len = musebot::compose::weighted_len(
+            &text,
+            musebot::compose::TextLimits {
+                max_chars: limit,
+                chars_per_url: 23,
+            },
+        );
+        assert!(len <= limit, "part {i} has {len} > {limit}: {text}");
+        assert!(text.ends_with(&format!("({}/{n})", i + 1)), "part {i}: {text}");
+        assert_eq!(
+            p["in_reply_to_id"].as_str(),
+            Some(previous.as_str()),
+            "part {i} must reply to the previous one"
+        );
+        previous = p["id"].as_str().unwrap().to_string();
+        seen_words.extend(
+            text.split_whitespace()
+                .filter(|w| w.starts_with("fact"))
+                .map(str::to_string),
+        );
+    }
+    assert!(text_of(&parts[0]).starts_with("@bob This post is misleading."));
+    assert_eq!(seen_words, words, "words must arrive complete and in order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bots_and_nobot_accounts_are_skipped_top_level_mentions_check_themselves() {
+    let (mock, _llm, _daemon, _dir) = setup("This post is accurate.", "").await;
+    let target = mock.post(ALICE_TOKEN, "Water boils at 100 C at sea level.", None).await;
+    let tid = target["id"].as_str().unwrap();
+    mock.post(ROBO_TOKEN, "@musebot bot asking", Some(tid)).await;
+    mock.post(NOBOT_TOKEN, "@musebot opted-out account asking", Some(tid))
+        .await;
+    let own = mock.post(NOBOT_TOKEN, "A post by someone who opted out", None).await;
+    mock.post(BOB_TOKEN, "@musebot check this", Some(own["id"].as_str().unwrap()))
+        .await;
+    let top = mock
+        .post(ALICE_TOKEN, "@musebot Is the Great Wall visible from space?", None)
+        .await;
+
+    let posted = mock
+        .wait_for_bot_statuses(Duration::from_secs(30), |s| !s.is_empty())
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let posted = if posted.len() == 1 {
+        mock.bot_statuses().await
+    } else {
+        posted
+    };
+    assert_eq!(posted.len(), 1, "only the top-level mention is answered: {posted:#?}");
+    assert_eq!(
+        posted[0]["in_reply_to_id"], top["id"],
+        "a top-level mention checks itself"
+    );
+    assert!(text_of(&posted[0]).starts_with("@alice "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_quota_gets_one_notice_then_silence() {
+    let (mock, llm, _daemon, _dir) =
+        setup("This post is false.", "[limits]\nchecks_per_requester_per_hour = 2\n").await;
+    let target = mock.post(ALICE_TOKEN, "Claim", None).await;
+    let tid = target["id"].as_str().unwrap();
+    let mut mentions = Vec::new();
+    for i in 0..5 {
+        // Different targets, so "already answered" does not kick in.
+        let t = if i == 0 {
+            tid.to_string()
+        } else {
+            mock.post(ALICE_TOKEN, &format!("Claim {i}"), None).await["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        mentions.push(mock.post(BOB_TOKEN, &format!("@musebot check {i}"), Some(&t)).await);
+    }
+    mock.wait_for_bot_statuses(Duration::from_secs(30), |s| s.len() >= 3)
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let posted = mock.bot_statuses().await;
+    assert_eq!(posted.len(), 3, "2 replies + 1 notice: {posted:#?}");
+    let notices: Vec<_> = posted
+        .iter()
+        .filter(|p| text_of(p).contains("limit of 2 checks per hour"))
+        .collect();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(
+        notices[0]["in_reply_to_id"], mentions[2]["id"],
+        "the notice answers the third mention"
+    );
+    assert_eq!(
+        llm.calls.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "no LLM spend over quota"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_request_for_the_same_post_points_to_the_first_reply() {
+    let (mock, llm, _daemon, _dir) = setup("This post is false.", "").await;
+    let target = mock.post(ALICE_TOKEN, "Claim", None).await;
+    let tid = target["id"].as_str().unwrap();
+    mock.post(BOB_TOKEN, "@musebot check", Some(tid)).await;
+    let first = mock
+        .wait_for_bot_statuses(Duration::from_secs(30), |s| s.len() == 1)
+        .await;
+    let second = mock.post(ALICE_TOKEN, "@musebot what about this?", Some(tid)).await;
+    let all = mock
+        .wait_for_bot_statuses(Duration::from_secs(30), |s| s.len() == 2)
+        .await;
+    assert_eq!(all[1]["in_reply_to_id"], second["id"]);
+    let url = first[0]["url"].as_str().unwrap();
+    assert!(text_of(&all[1]).contains(url), "{}", text_of(&all[1]));
+    assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
