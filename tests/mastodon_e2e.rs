@@ -8,7 +8,14 @@ use std::time::Duration;
 use common::*;
 
 async fn setup(reply: &str, extra: &str) -> (MockMastodon, ScriptedLlm, Daemon, tempfile::TempDir) {
-    let mock = MockMastodon::start().await;
+    setup_on(MockMastodon::start().await, reply, extra).await
+}
+
+async fn setup_on(
+    mock: MockMastodon,
+    reply: &str,
+    extra: &str,
+) -> (MockMastodon, ScriptedLlm, Daemon, tempfile::TempDir) {
     let llm = ScriptedLlm::start(Script::reply(reply)).await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -222,4 +229,60 @@ async fn a_second_request_for_the_same_post_points_to_the_first_reply() {
     let url = first[0]["url"].as_str().unwrap();
     assert!(text_of(&all[1]).contains(url), "{}", text_of(&all[1]));
     assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_prints_the_reply_and_a_trace_and_posts_nothing() {
+    let mock = MockMastodon::start().await;
+    let llm = ScriptedLlm::start(Script::reply("This post is false: see @eve https://spam.example/x")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, free_port(), "");
+    let cfg_path = dir.path().join("c.toml");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let target = mock.post(ALICE_TOKEN, "Vaccines contain microchips.", None).await;
+    let url = format!("{}/@alice/{}", mock.base, target["id"].as_str().unwrap());
+
+    let run = |args: Vec<String>| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+            .args(&args)
+            .env("MUSEBOT_TEST_MASTODON_TOKEN", BOT_TOKEN)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let cfg_arg = cfg_path.to_str().unwrap().to_string();
+    let text = tokio::task::spawn_blocking({
+        let (url, cfg_arg) = (url.clone(), cfg_arg.clone());
+        move || run(vec!["check".into(), url, "--config".into(), cfg_arg])
+    })
+    .await
+    .unwrap();
+    assert!(text.contains("post by alice"), "{text}");
+    assert!(text.contains("Vaccines contain microchips."), "{text}");
+    assert!(
+        text.contains("This post is false: see eve"),
+        "mention defused, URL removed: {text}"
+    );
+    assert!(!text.contains("spam.example"), "{text}");
+    assert!(text.contains("draft") && text.contains("prompt    42 tok"), "{text}");
+
+    let json = tokio::task::spawn_blocking(move || {
+        run(vec![
+            "check".into(),
+            "The Earth is flat.".into(),
+            "--json".into(),
+            "--config".into(),
+            cfg_arg,
+        ])
+    })
+    .await
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["outcome"], "reply");
+    assert_eq!(v["post"]["text"], "The Earth is flat.");
+    assert_eq!(v["parts"].as_array().unwrap().len(), 1);
+    assert_eq!(v["trace"][1]["stage"], "draft");
+    assert!(mock.bot_statuses().await.is_empty(), "check must not post");
+    assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
 }

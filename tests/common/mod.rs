@@ -70,10 +70,16 @@ pub struct MockMastodon {
 
 impl MockMastodon {
     pub async fn start() -> MockMastodon {
-        Self::start_on(free_port()).await
+        Self::start_with(free_port(), None).await
     }
 
-    pub async fn start_on(port: u16) -> MockMastodon {
+    /// A mock whose instance advertises and enforces `max_characters` (via
+    /// `scripts/mastodon_mock_serve.py`, which patches the mock's fixed 500).
+    pub async fn start_with_limit(max_characters: usize) -> MockMastodon {
+        Self::start_with(free_port(), Some(max_characters)).await
+    }
+
+    pub async fn start_with(port: u16, max_characters: Option<usize>) -> MockMastodon {
         let sandbox = Sandbox::load();
         let dir = tempfile::tempdir().unwrap();
         let config = format!(
@@ -122,7 +128,16 @@ access_token = "{NOBOT_TOKEN}"
         let cfg = dir.path().join("mock.toml");
         std::fs::write(&cfg, config).unwrap();
         let log = std::fs::File::create(dir.path().join("mock.log")).unwrap();
-        let child = Command::new(sandbox.get("MUSEBOT_MOCK_BIN"))
+        let mut cmd = match max_characters {
+            None => Command::new(sandbox.get("MUSEBOT_MOCK_BIN")),
+            Some(n) => {
+                let mut c = Command::new(sandbox.get("MUSEBOT_PYTHON"));
+                c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/mastodon_mock_serve.py"));
+                c.args(["--max-characters", &n.to_string()]);
+                c
+            }
+        };
+        let child = cmd
             .args(["serve", "--config"])
             .arg(&cfg)
             .stdout(log.try_clone().unwrap())

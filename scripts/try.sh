@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Try musebot for real on a local sandbox: builds it, starts mastodon-mock (a Mastodon API
+# server) and a real local LLM (llama.cpp via xllamacpp, SmolLM2 from PyPI), runs the daemon,
+# posts a dubious claim as @alice and a mention of @musebot under it as @bob, then prints the
+# thread with the bot's reply. Everything listens on 127.0.0.1 and stops when the script ends.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/bootstrap.sh
+# shellcheck disable=SC1091
+[[ -f "$HOME/.cargo/env" ]] && source "$HOME/.cargo/env"
+export MUSEBOT_CACHE="${MUSEBOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/musebot}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$MUSEBOT_CACHE/target}"
+env_file=$(scripts/setup-sandbox.sh)
+# shellcheck disable=SC1090
+source "$env_file"
+
+echo "== building musebot" >&2
+cargo build --locked --quiet
+BIN="$CARGO_TARGET_DIR/debug/musebot"
+
+WORK=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do { kill -9 "$p" && wait "$p"; } 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { "$MUSEBOT_PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+MOCK_PORT=$(free_port); LLM_PORT=$(free_port); HEALTH_PORT=$(free_port)
+MOCK="http://127.0.0.1:$MOCK_PORT"
+
+cat >"$WORK/mock.toml" <<TOML
+[server]
+host = "127.0.0.1"
+port = $MOCK_PORT
+[[seed.accounts]]
+username = "musebot"
+display_name = "Muse Bot"
+bot = true
+access_token = "try-musebot"
+[[seed.accounts]]
+username = "alice"
+display_name = "Alice"
+access_token = "try-alice"
+[[seed.accounts]]
+username = "bob"
+display_name = "Bob"
+access_token = "try-bob"
+TOML
+
+echo "== starting mastodon-mock on $MOCK" >&2
+"$MUSEBOT_MOCK_BIN" serve --config "$WORK/mock.toml" >"$WORK/mock.log" 2>&1 &
+pids+=($!)
+echo "== starting the local LLM (SmolLM2-135M via xllamacpp) on 127.0.0.1:$LLM_PORT" >&2
+"$MUSEBOT_PYTHON" scripts/llm_server.py --model "$MUSEBOT_GGUF" --port "$LLM_PORT" --threads 1 --ctx 2048 \
+    >"$WORK/llm.out" 2>"$WORK/llm.log" &
+pids+=($!)
+for _ in $(seq 1 120); do
+    curl -fs "$MOCK/health" >/dev/null 2>&1 && grep -q '^ready' "$WORK/llm.out" && break
+    sleep 0.5
+done
+
+cat >"$WORK/bot-config.toml" <<TOML
+[daemon]
+state_dir = "$WORK/state"
+[http]
+listen = "127.0.0.1:$HEALTH_PORT"
+[llm]
+base_url = "http://127.0.0.1:$LLM_PORT/v1"
+model = "smollm2"
+max_tokens = 160
+[mastodon]
+base_url = "$MOCK"
+access_token_env = "MUSEBOT_MASTODON_TOKEN"
+TOML
+"$BIN" config check "$WORK/bot-config.toml" >&2
+echo "== starting the musebot daemon (log: $WORK/daemon.log)" >&2
+MUSEBOT_MASTODON_TOKEN=try-musebot "$BIN" run --config "$WORK/bot-config.toml" >"$WORK/daemon.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+    curl -fs "http://127.0.0.1:$HEALTH_PORT/healthz" >/dev/null 2>&1 && break
+    sleep 0.3
+done
+curl -fsS "http://127.0.0.1:$HEALTH_PORT/healthz" >&2; echo >&2
+
+post() { # token text [in_reply_to_id] -> status JSON
+    local args=(-fsS -H "Authorization: Bearer $1" --data-urlencode "status=$2")
+    [[ -n "${3:-}" ]] && args+=(--data-urlencode "in_reply_to_id=$3")
+    curl "${args[@]}" "$MOCK/api/v1/statuses"
+}
+id_of() { "$MUSEBOT_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+
+CLAIM="${1:-The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.}"
+TARGET=$(post try-alice "$CLAIM" | id_of)
+post try-bob "@musebot is this true?" "$TARGET" >/dev/null
+echo "== @alice posted a claim, @bob asked @musebot; waiting for the reply…" >&2
+
+for _ in $(seq 1 180); do
+    n=$(curl -fsS "$MOCK/api/v1/statuses/$TARGET/context" | "$MUSEBOT_PYTHON" -c \
+        'import json,sys; print(sum(1 for s in json.load(sys.stdin)["descendants"] if s["account"]["acct"]=="musebot"))')
+    [[ "$n" -ge 1 ]] && break
+    sleep 1
+done
+
+curl -fsS "$MOCK/api/v1/statuses/$TARGET" >"$WORK/target.json"
+curl -fsS "$MOCK/api/v1/statuses/$TARGET/context" >"$WORK/context.json"
+"$MUSEBOT_PYTHON" - "$WORK/target.json" "$WORK/context.json" <<'PY'
+import html, json, re, sys
+def text(s):
+    t = re.sub(r"<br\s*/?>", "\n", s["content"]); t = re.sub(r"</p>", "\n", t)
+    return html.unescape(re.sub(r"<[^>]+>", "", t)).strip()
+target = json.load(open(sys.argv[1])); ctx = json.load(open(sys.argv[2]))
+print("\n── the thread on the local Mastodon ──")
+print(f"@{target['account']['acct']}: {text(target)}")
+for s in ctx["descendants"]:
+    who = s["account"]["acct"]
+    print(f"  └ @{who} ({s['visibility']}, reply to {s['in_reply_to_id']}): {text(s)}")
+if not any(s["account"]["acct"] == "musebot" for s in ctx["descendants"]):
+    print("no reply from @musebot yet — see the daemon log"); sys.exit(1)
+PY
+echo >&2
+grep -E "reply posted|ERROR|WARN" "$WORK/daemon.log" | tail -5 >&2 || true
