@@ -286,3 +286,19 @@ async fn check_prints_the_reply_and_a_trace_and_posts_nothing() {
     assert!(mock.bot_statuses().await.is_empty(), "check must not post");
     assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_account_is_flagged_as_a_bot_at_start() {
+    let mock = MockMastodon::start_unflagged().await;
+    assert_eq!(
+        mock.get(BOT_TOKEN, "/api/v1/accounts/verify_credentials").await["bot"],
+        false
+    );
+    let (mock, _llm, daemon, _dir) = setup_on(mock, "This post is false.", "").await;
+    assert_eq!(
+        mock.get(BOT_TOKEN, "/api/v1/accounts/verify_credentials").await["bot"],
+        true,
+        "{}",
+        daemon.log_text()
+    );
+}

@@ -73,6 +73,25 @@ impl MockMastodon {
         Self::start_with(free_port(), None).await
     }
 
+    /// Like [`start`], but the bot account is not flagged as a bot yet.
+    pub async fn start_unflagged() -> MockMastodon {
+        let mut m = Self::start_with(free_port(), None).await;
+        m.unflag().await;
+        m
+    }
+
+    async fn unflag(&mut self) {
+        let r = self
+            .http
+            .patch(format!("{}/api/v1/accounts/update_credentials", self.base))
+            .bearer_auth(BOT_TOKEN)
+            .form(&[("bot", "false")])
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+    }
+
     /// A mock whose instance advertises and enforces `max_characters` (via
     /// `scripts/mastodon_mock_serve.py`, which patches the mock's fixed 500).
     pub async fn start_with_limit(max_characters: usize) -> MockMastodon {

@@ -1,7 +1,7 @@
 //! The Mastodon REST client: every request paced by a `governor` limiter below the server's
 //! limit, retried on 429/5xx/network errors (waiting for `X-RateLimit-Reset`), and statuses
-//! posted with an `Idempotency-Key` (which megalodon 1.3 cannot send). megalodon itself is used
-//! for account calls whose types it models well (verify_credentials, the bot flag).
+//! posted with an `Idempotency-Key` (which megalodon 1.3 cannot send). megalodon itself checks
+//! the token at start-up (`verify_account_credentials`, see `super::Mastodon::connect`).
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -156,17 +156,13 @@ impl MastodonClient {
         .await
     }
 
-    /// The account the token belongs to.
-    pub async fn verify_credentials(&self) -> Result<Account, MastodonError> {
-        self.request(
-            "verify_credentials",
-            Method::GET,
-            "/api/v1/accounts/verify_credentials",
-            &[],
-            None,
-            None,
-        )
-        .await
+    /// Sets the account's bot flag (form body: JSON bodies are not accepted everywhere) and
+    /// returns the updated account.
+    pub async fn set_bot_flag(&self) -> Result<Account, MastodonError> {
+        let form = [("bot", "true".to_string())];
+        let path = "/api/v1/accounts/update_credentials";
+        self.request("update_credentials", Method::PATCH, path, &[], Some(&form), None)
+            .await
     }
 
     /// Instance limits and streaming host: v2, falling back to v1.

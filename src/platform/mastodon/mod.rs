@@ -42,12 +42,7 @@ impl Mastodon {
     /// Checks the token, reads the instance's limits, flags the account as a bot.
     pub async fn connect(config: &MastodonConfig, token: Secret) -> Result<(Mastodon, MastodonSource), PlatformError> {
         let client = MastodonClient::new(config, token).map_err(PlatformError::from)?;
-        let me = client.verify_credentials().await.map_err(|e| match e.status() {
-            Some(401) | Some(403) => PlatformError::Fatal(format!(
-                "{e} — the access token is wrong or lacks scopes (read write:statuses); check mastodon.access_token_env"
-            )),
-            _ => PlatformError::from(e),
-        })?;
+        let me = verify_credentials(&client).await?;
         let instance = client.instance().await.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "instance info unavailable; assuming 500 characters, URLs 23");
             api::Instance::default()
@@ -57,7 +52,13 @@ impl Mastodon {
             chars_per_url: instance.configuration.statuses.characters_reserved_per_url,
         };
         if config.set_bot_flag && !me.bot {
-            set_bot_flag(&client).await;
+            match client.set_bot_flag().await {
+                Ok(a) if a.bot => tracing::info!("account flagged as a bot"),
+                Ok(_) => tracing::warn!("the server ignored the bot flag; set it in the account's profile settings"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not set the bot flag; set it in the account's profile settings")
+                }
+            }
         }
         let streaming_base = instance
             .streaming_base()
@@ -123,31 +124,35 @@ impl Mastodon {
     }
 }
 
-/// Sets the bot flag through megalodon (cosmetic: failures are logged, not fatal).
-async fn set_bot_flag(client: &MastodonClient) {
+/// The bot's own identity, through megalodon's typed `verify_account_credentials` (paced
+/// like every other call). 401/403 is fatal: the token is wrong or lacks scopes.
+async fn verify_credentials(client: &MastodonClient) -> Result<Me, PlatformError> {
     client.pace().await;
-    let result = match megalodon::generator(
+    let megalodon = megalodon::generator(
         megalodon::SNS::Mastodon,
         client.base_url().to_string(),
         Some(client.token().expose().to_string()),
         Some(crate::USER_AGENT.to_string()),
-    ) {
-        Ok(m) => {
-            let options = megalodon::megalodon::UpdateCredentialsInputOptions {
-                bot: Some(true),
-                ..Default::default()
-            };
-            m.update_credentials(Some(&options))
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        }
-        Err(e) => Err(e.to_string()),
-    };
-    match result {
-        Ok(()) => tracing::info!("account flagged as a bot"),
-        Err(e) => tracing::warn!(error = %e, "could not set the bot flag; set it in the account's profile settings"),
+    )
+    .map_err(|e| PlatformError::Fatal(format!("mastodon.base_url: {e}")))?;
+    match megalodon.verify_account_credentials().await {
+        Ok(r) => Ok(Me { id: r.json.id, acct: r.json.acct, bot: r.json.bot }),
+        Err(megalodon::error::Error::OwnError(e)) if matches!(e.status, Some(401) | Some(403)) => Err(PlatformError::Fatal(format!(
+            "the server refused the access token (HTTP {}) — check mastodon.access_token_env / _file and the token's scopes (read write:statuses write:accounts)",
+            e.status.unwrap_or_default()
+        ))),
+        Err(megalodon::error::Error::OwnError(e)) if matches!(e.kind, megalodon::error::Kind::ParseError) => Err(PlatformError::Fatal(
+            format!("verify_credentials: the server's account JSON is not Mastodon's ({}) — is mastodon.base_url a Mastodon-compatible server?", e.message),
+        )),
+        Err(e) => Err(PlatformError::Transient(format!("verify_credentials: {e}"))),
     }
+}
+
+/// Who the bot is.
+struct Me {
+    id: String,
+    acct: String,
+    bot: bool,
 }
 
 pub fn to_post(s: Status) -> Post {
