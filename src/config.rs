@@ -15,6 +15,7 @@ pub struct Config {
     pub llm: LlmConfig,
     pub limits: LimitsConfig,
     pub reply: ReplyConfig,
+    pub fetch: crate::fetch::FetchConfig,
     pub mastodon: MastodonConfig,
 }
 
@@ -370,6 +371,44 @@ impl Config {
                 format!("is {}", self.reply.max_parts),
                 "use a number from 1 to 20",
             );
+        }
+        let f = &self.fetch;
+        if f.timeout_secs == 0 {
+            bad(
+                "fetch.timeout_secs",
+                "is 0".into(),
+                "use a positive number of seconds, e.g. 15",
+            );
+        }
+        if f.max_body_bytes < 10_000 {
+            bad(
+                "fetch.max_body_bytes",
+                format!("is {}", f.max_body_bytes),
+                "use at least 10000 (pages are often 1–3 MB)",
+            );
+        }
+        if f.per_host_concurrency == 0 {
+            bad(
+                "fetch.per_host_concurrency",
+                "is 0".into(),
+                "use a positive number, e.g. 2",
+            );
+        }
+        if !f.proxy.is_empty() && reqwest::Proxy::all(&f.proxy).is_err() {
+            bad(
+                "fetch.proxy",
+                format!("`{}` is not a proxy URL", f.proxy),
+                "write e.g. http://127.0.0.1:3128 or \"\"",
+            );
+        }
+        for a in &f.test_allow_addrs {
+            if a.parse::<std::net::SocketAddr>().is_err() {
+                bad(
+                    "fetch.test_allow_addrs",
+                    format!("`{a}` is not IP:port"),
+                    "write e.g. \"127.0.0.1:8080\" (tests only)",
+                );
+            }
         }
         let m = &self.mastodon;
         if !m.enabled {

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod compose;
 pub mod config;
 pub mod daemon;
+pub mod fetch;
 pub mod http;
 pub mod intake;
 pub mod job;

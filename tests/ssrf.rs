@@ -1,0 +1,191 @@
+//! SSRF suite: hostile URLs — literal private/loopback/link-local/metadata addresses in every
+//! spelling, names resolving to loopback, and redirect chains from an allowed server into
+//! them — are all refused, and a tripwire proves no connection was made.
+//!
+//! The tripwire is a loopback listener that counts connections. It is both the fetcher's HTTP
+//! proxy (so a request that escaped the guard towards 10.x or 169.254.x would land there, not
+//! on the network) and the port every loopback target names.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::extract::Query;
+use axum::response::{Html, IntoResponse, Redirect};
+use axum::routing::get;
+use musebot::fetch::{FetchConfig, FetchError, Fetcher};
+
+async fn tripwire() -> (u16, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let h = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            h.fetch_add(1, Ordering::SeqCst);
+            drop(sock);
+        }
+    });
+    (port, hits)
+}
+
+#[derive(serde::Deserialize)]
+struct To {
+    to: String,
+}
+
+async fn redirector() -> SocketAddr {
+    let app = axum::Router::new()
+        .route(
+            "/r",
+            get(|Query(q): Query<To>| async move { Redirect::temporary(&q.to).into_response() }),
+        )
+        .route("/page", get(|| async { Html("<html><body><p>fine</p></body></html>") }))
+        .route("/loop", get(|| async { Redirect::temporary("/loop") }))
+        .route(
+            "/pdf",
+            get(|| async { ([("content-type", "application/pdf")], "%PDF-1.4") }),
+        )
+        .route("/big", get(|| async { Html("x".repeat(2_000_000)) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+fn enc(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_urls_are_refused_and_no_connection_is_made() {
+    let (trip, hits) = tripwire().await;
+    let ok = redirector().await;
+    let config = FetchConfig {
+        proxy: format!("http://127.0.0.1:{trip}"),
+        no_proxy: "127.0.0.1".into(),
+        test_allow_addrs: vec![ok.to_string()],
+        max_body_bytes: 1_000_000,
+        ..FetchConfig::default()
+    };
+    let fetcher = Fetcher::new(&config).unwrap();
+
+    // Positive control: the allowlisted server is reachable, so refusals below are the guard's.
+    let page = fetcher
+        .fetch(&format!("http://{ok}/page"))
+        .await
+        .expect("allowlisted page");
+    assert!(page.html.contains("fine"));
+
+    let p = trip;
+    let loopback_targets: Vec<String> = vec![
+        format!("http://127.0.0.1:{p}/"),
+        format!("http://127.0.0.2:{p}/"),
+        format!("http://127.1:{p}/"),
+        format!("http://2130706433:{p}/"),
+        format!("http://0x7f000001:{p}/"),
+        format!("http://0x7f.0.0.1:{p}/"),
+        format!("http://017700000001:{p}/"),
+        format!("http://0177.0.0.1:{p}/"),
+        format!("http://[::1]:{p}/"),
+        format!("http://[::ffff:127.0.0.1]:{p}/"),
+        format!("http://[::ffff:7f00:1]:{p}/"),
+        format!("http://[0:0:0:0:0:ffff:127.0.0.1]:{p}/"),
+        format!("http://[::127.0.0.1]:{p}/"),
+        format!("http://localhost:{p}/"),
+        format!("http://LOCALHOST:{p}/"),
+        format!("http://localhost.:{p}/"),
+        format!("http://anything.localhost:{p}/"),
+        format!("http://0.0.0.0:{p}/"),
+        format!("http://0:{p}/"),
+        format!("http://[::]:{p}/"),
+        // The allowlisted IP on another port is still refused: the allowlist is exact.
+        format!("http://127.0.0.1:{}/page", ok.port() + 1),
+    ];
+    let private_targets: Vec<&str> = vec![
+        "http://10.0.0.1/",
+        "http://10.255.255.255:8080/",
+        "http://172.16.0.1/",
+        "http://192.168.1.1/admin",
+        "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+        "http://100.100.100.200/latest/meta-data/",
+        "http://100.64.0.1/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://[::ffff:a00:1]/",
+        "http://[64:ff9b::a9fe:a9fe]/",
+        "http://[fe80::1]/",
+        "http://[fc00::1]/",
+        "http://224.0.0.1/",
+        "http://255.255.255.255/",
+        "http://2852039166/",
+        "http://0xa9fea9fe/",
+        "http://0251.0376.0251.0376/",
+        "http://[2002:a9fe:a9fe::1]/",
+        "http://198.18.0.1/",
+    ];
+    let mut hostile: Vec<String> = Vec::new();
+    hostile.extend(loopback_targets.iter().cloned());
+    hostile.extend(private_targets.iter().map(|s| s.to_string()));
+    // Redirect chains from the allowed server into every target, one and three hops long.
+    for t in loopback_targets
+        .iter()
+        .map(String::as_str)
+        .chain(private_targets.iter().copied())
+    {
+        hostile.push(format!("http://{ok}/r?to={}", enc(t)));
+        let two = format!("http://{ok}/r?to={}", enc(t));
+        let three = format!("http://{ok}/r?to={}", enc(&two));
+        hostile.push(format!("http://{ok}/r?to={}", enc(&three)));
+    }
+    // Schemes and credentials.
+    hostile.extend(
+        [
+            "file:///etc/passwd",
+            "gopher://127.0.0.1:70/",
+            "ftp://example.com/x",
+            "http://user:pw@example.com/",
+        ]
+        .map(String::from),
+    );
+    assert!(hostile.len() >= 30, "{}", hostile.len());
+
+    for url in &hostile {
+        match fetcher.fetch(url).await {
+            Err(FetchError::Blocked { .. } | FetchError::BadUrl(_)) => {}
+            other => panic!("{url} was not refused: {other:?}"),
+        }
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a hostile URL reached the network");
+    eprintln!("{} hostile URLs refused, 0 connections", hostile.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caps_and_content_checks() {
+    let ok = redirector().await;
+    let config = FetchConfig {
+        test_allow_addrs: vec![ok.to_string()],
+        max_body_bytes: 1_000_000,
+        ..FetchConfig::default()
+    };
+    let fetcher = Fetcher::new(&config).unwrap();
+    assert_eq!(
+        fetcher.fetch(&format!("http://{ok}/loop")).await.unwrap_err(),
+        FetchError::TooManyRedirects(5)
+    );
+    assert_eq!(
+        fetcher.fetch(&format!("http://{ok}/pdf")).await.unwrap_err(),
+        FetchError::NotHtml("application/pdf".into())
+    );
+    assert_eq!(
+        fetcher.fetch(&format!("http://{ok}/big")).await.unwrap_err(),
+        FetchError::TooLarge(1_000_000)
+    );
+    assert_eq!(
+        fetcher.fetch(&format!("http://{ok}/missing")).await.unwrap_err(),
+        FetchError::Status(404)
+    );
+    let page = fetcher.fetch(&format!("http://{ok}/r?to=/page")).await.unwrap();
+    assert_eq!(page.redirects, 1);
+    assert_eq!(page.url.path(), "/page");
+}
