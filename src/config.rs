@@ -16,6 +16,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub reply: ReplyConfig,
     pub fetch: crate::fetch::FetchConfig,
+    pub credibility: crate::credibility::load::CredibilityConfig,
     pub mastodon: MastodonConfig,
 }
 
@@ -407,6 +408,23 @@ impl Config {
                     "fetch.test_allow_addrs",
                     format!("`{a}` is not IP:port"),
                     "write e.g. \"127.0.0.1:8080\" (tests only)",
+                );
+            }
+        }
+        let cuts = self.credibility.pc1_cuts;
+        if !(cuts[0] >= cuts[1] && cuts[1] >= cuts[2] && cuts[2] >= 0.0 && cuts[0] <= 1.0) {
+            bad(
+                "credibility.pc1_cuts",
+                format!("{cuts:?} is not descending within [0, 1]"),
+                "write [high, medium, low], e.g. [0.90, 0.75, 0.60]",
+            );
+        }
+        for (i, f) in self.credibility.files.iter().enumerate() {
+            if f.format == crate::credibility::load::FileFormat::TierList && f.tier.is_none() {
+                bad(
+                    &format!("credibility.files[{i}].tier"),
+                    "is missing for a tier_list file".into(),
+                    "add tier = \"high\" | \"medium\" | \"low\"",
                 );
             }
         }

@@ -5,6 +5,7 @@ pub mod check;
 pub mod cli;
 pub mod compose;
 pub mod config;
+pub mod credibility;
 pub mod daemon;
 pub mod fetch;
 pub mod http;

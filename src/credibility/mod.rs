@@ -1,0 +1,292 @@
+//! Publisher credibility: which domains may be cited, and in which priority tier (Muse,
+//! Methods "Credibility evaluation of publishers"). Ratings come from the built-in table
+//! ([`builtin`]) and from ratings files ([`load`]): `domain,pc1` CSV (Lin et al.), tier lists
+//! (one domain per line) and MBFC-style JSON (factuality + bias). Domains are matched by host,
+//! then by parent domains down to the registrable domain (public suffix list).
+
+pub mod builtin;
+pub mod load;
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Citation priority, highest first (Muse's three tiers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    High,
+    Medium,
+    Low,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::High => "high",
+            Tier::Medium => "medium",
+            Tier::Low => "low",
+        }
+    }
+}
+
+/// MBFC factuality categories, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Factuality {
+    VeryHigh,
+    High,
+    MostlyFactual,
+    Mixed,
+    Low,
+    VeryLow,
+}
+
+impl Factuality {
+    /// Parses MBFC's wording ("very high", "Mostly Factual", "very-low", …).
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match norm(s).as_str() {
+            "very high" => Factuality::VeryHigh,
+            "high" => Factuality::High,
+            "mostly factual" => Factuality::MostlyFactual,
+            "mixed" => Factuality::Mixed,
+            "low" => Factuality::Low,
+            "very low" => Factuality::VeryLow,
+            _ => return None,
+        })
+    }
+}
+
+/// MBFC bias categories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bias {
+    LeastBiased,
+    LeftCenter,
+    RightCenter,
+    Left,
+    Right,
+    ExtremeLeft,
+    ExtremeRight,
+    ProScience,
+    ConspiracyPseudoscience,
+    Questionable,
+    Satire,
+}
+
+impl Bias {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match norm(s).as_str() {
+            "least biased" | "center" | "least" => Bias::LeastBiased,
+            "left center" | "left center bias" => Bias::LeftCenter,
+            "right center" | "right center bias" => Bias::RightCenter,
+            "left" | "left bias" => Bias::Left,
+            "right" | "right bias" => Bias::Right,
+            "extreme left" | "extremely left" | "far left" => Bias::ExtremeLeft,
+            "extreme right" | "extremely right" | "far right" => Bias::ExtremeRight,
+            "pro science" => Bias::ProScience,
+            "conspiracy pseudoscience" | "conspiracy" | "pseudoscience" => Bias::ConspiracyPseudoscience,
+            "questionable" | "questionable source" | "fake news" => Bias::Questionable,
+            "satire" => Bias::Satire,
+            _ => return None,
+        })
+    }
+}
+
+fn norm(s: &str) -> String {
+    s.trim()
+        .to_ascii_lowercase()
+        .replace(['-', '_', '/'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What is known about a publisher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rating {
+    /// Factuality and bias (built-in table, MBFC-style files): Muse's rules decide.
+    Mbfc(Factuality, Bias),
+    /// A tier given directly (tier lists, cut pc1 scores).
+    Tier(Tier),
+    /// Rated and excluded (e.g. a pc1 score below the lowest cut).
+    Excluded,
+}
+
+impl Rating {
+    /// Muse's inclusion rule and priority tiers: factuality ∈ {very high, high, mostly factual}
+    /// and bias ∈ {least biased, left-center, right-center, pro-science}; high = very high and
+    /// (least biased | pro-science); medium = factuality ≥ high; low = the rest.
+    pub fn tier(self) -> Option<Tier> {
+        match self {
+            Rating::Tier(t) => Some(t),
+            Rating::Excluded => None,
+            Rating::Mbfc(f, b) => {
+                let fact_ok = matches!(f, Factuality::VeryHigh | Factuality::High | Factuality::MostlyFactual);
+                let bias_ok = matches!(
+                    b,
+                    Bias::LeastBiased | Bias::LeftCenter | Bias::RightCenter | Bias::ProScience
+                );
+                if !(fact_ok && bias_ok) {
+                    None
+                } else if f == Factuality::VeryHigh && matches!(b, Bias::LeastBiased | Bias::ProScience) {
+                    Some(Tier::High)
+                } else if f <= Factuality::High {
+                    Some(Tier::Medium)
+                } else {
+                    Some(Tier::Low)
+                }
+            }
+        }
+    }
+}
+
+/// The verdict on one URL's publisher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The domain the rating was found under (or the registrable domain when unrated).
+    pub domain: String,
+    pub tier: Option<Tier>,
+    /// Where the rating came from ("built-in", a file path, or "unknown").
+    pub source: String,
+}
+
+/// The merged ratings. Later sources override earlier ones for the same domain.
+#[derive(Debug, Clone, Default)]
+pub struct Credibility {
+    ratings: HashMap<String, (Rating, String)>,
+    /// Unknown publishers: excluded (`None`, the default) or admitted at this tier.
+    pub unknown_tier: Option<Tier>,
+}
+
+impl Credibility {
+    /// The built-in table only.
+    pub fn builtin() -> Credibility {
+        let mut c = Credibility::default();
+        for (domain, f, b) in builtin::TABLE {
+            c.insert(domain, Rating::Mbfc(*f, *b), "built-in");
+        }
+        c
+    }
+
+    pub fn insert(&mut self, domain: &str, rating: Rating, source: &str) {
+        self.ratings
+            .insert(normalize_host(domain), (rating, source.to_string()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ratings.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ratings.is_empty()
+    }
+
+    /// Rates the publisher of `url` (a URL or a bare host).
+    pub fn verdict(&self, url: &str) -> Verdict {
+        let host = url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_else(|| url.to_string());
+        let host = normalize_host(&host);
+        let registrable = registrable_domain(&host);
+        // The host, then each parent, down to the registrable domain.
+        let mut candidate = host.as_str();
+        loop {
+            if let Some((rating, source)) = self.ratings.get(candidate) {
+                return Verdict {
+                    domain: candidate.to_string(),
+                    tier: rating.tier(),
+                    source: source.clone(),
+                };
+            }
+            if candidate == registrable {
+                break;
+            }
+            match candidate.split_once('.') {
+                Some((_, parent)) if parent.contains('.') || parent == registrable => candidate = parent,
+                _ => break,
+            }
+        }
+        Verdict {
+            domain: registrable.to_string(),
+            tier: self.unknown_tier,
+            source: "unknown".into(),
+        }
+    }
+}
+
+/// Lower-case, no trailing dot, no leading `www.`.
+pub fn normalize_host(host: &str) -> String {
+    let h = host.trim().trim_end_matches('.').to_ascii_lowercase();
+    h.strip_prefix("www.").map(str::to_string).unwrap_or(h)
+}
+
+/// The registrable domain ("bbc.co.uk" for "news.bbc.co.uk") by the public suffix list.
+pub fn registrable_domain(host: &str) -> String {
+    if host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[') {
+        return host.to_string();
+    }
+    psl::domain_str(host).unwrap_or(host).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn muse_rules() {
+        use Bias::*;
+        use Factuality as F;
+        let cases = [
+            (F::VeryHigh, LeastBiased, Some(Tier::High)),
+            (F::VeryHigh, ProScience, Some(Tier::High)),
+            (F::VeryHigh, LeftCenter, Some(Tier::Medium)),
+            (F::High, LeastBiased, Some(Tier::Medium)),
+            (F::High, RightCenter, Some(Tier::Medium)),
+            (F::MostlyFactual, LeftCenter, Some(Tier::Low)),
+            (F::MostlyFactual, ProScience, Some(Tier::Low)),
+            (F::Mixed, LeastBiased, None),
+            (F::High, Left, None),
+            (F::VeryHigh, Right, None),
+            (F::Low, ConspiracyPseudoscience, None),
+            (F::High, Satire, None),
+        ];
+        for (f, b, want) in cases {
+            assert_eq!(Rating::Mbfc(f, b).tier(), want, "{f:?} {b:?}");
+        }
+    }
+
+    #[test]
+    fn lookup_walks_to_the_registrable_domain() {
+        let mut c = Credibility::default();
+        c.insert("bbc.co.uk", Rating::Tier(Tier::Medium), "t");
+        c.insert("health.example.org", Rating::Tier(Tier::High), "t");
+        c.insert("example.org", Rating::Excluded, "t");
+        assert_eq!(c.verdict("https://www.news.bbc.co.uk/x").tier, Some(Tier::Medium));
+        assert_eq!(c.verdict("https://www.news.bbc.co.uk/x").domain, "bbc.co.uk");
+        assert_eq!(c.verdict("https://health.example.org/a").tier, Some(Tier::High));
+        assert_eq!(c.verdict("https://blog.example.org/a").tier, None);
+        let v = c.verdict("https://unknown.co.uk/");
+        assert_eq!(
+            (v.tier, v.source.as_str(), v.domain.as_str()),
+            (None, "unknown", "unknown.co.uk")
+        );
+        c.unknown_tier = Some(Tier::Low);
+        assert_eq!(c.verdict("https://unknown.co.uk/").tier, Some(Tier::Low));
+        // co.uk itself is a public suffix, never a publisher.
+        assert_eq!(registrable_domain("a.b.bbc.co.uk"), "bbc.co.uk");
+    }
+
+    #[test]
+    fn builtin_table_is_consistent() {
+        let c = Credibility::builtin();
+        assert!(c.len() >= 40);
+        assert_eq!(c.verdict("https://www.reuters.com/world/x").tier, Some(Tier::High));
+        assert_eq!(c.verdict("https://apnews.com/article/x").tier, Some(Tier::High));
+        assert_eq!(c.verdict("https://www.infowars.com/posts/x").tier, None);
+        assert_eq!(c.verdict("https://www.foxnews.com/x").tier, None);
+        assert_eq!(c.verdict("https://www.npr.org/x").tier, Some(Tier::Medium));
+    }
+}
