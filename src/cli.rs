@@ -39,6 +39,30 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show what the bot reads from a page (URL, .html file, or a folder of .html files).
+    Extract {
+        /// A URL, an .html file or a folder of .html files.
+        target: String,
+        /// JSON output (for a folder: {stem: {"articleBody", "title", "date"}}).
+        #[arg(long)]
+        json: bool,
+        /// The page's URL when TARGET is a file (resolves relative links).
+        #[arg(long)]
+        url_for_file: Option<String>,
+        /// For a folder: JSON {stem: {"url": …}} giving each file's URL (e.g. a ground-truth file).
+        #[arg(long)]
+        urls_from: Option<PathBuf>,
+        /// Decide as the pipeline would for a post checked with only what was published before
+        /// this moment (RFC 3339).
+        #[arg(long)]
+        before: Option<chrono::DateTime<chrono::Utc>>,
+        /// For a folder: print extraction time per page to stderr.
+        #[arg(long)]
+        timings: bool,
+        /// Config file for the [fetch] settings (default: built-in defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Configuration tools.
     Config {
         #[command(subcommand)]
@@ -77,6 +101,38 @@ pub fn main() -> ExitCode {
                 let shutdown = CancellationToken::new();
                 tokio::spawn(signals(shutdown.clone()));
                 crate::daemon::run(config, shutdown).await
+            })
+        }
+        Command::Extract {
+            target,
+            json,
+            url_for_file,
+            urls_from,
+            before,
+            timings,
+            config,
+        } => {
+            let fetch = match config.map(|c| Config::load(&c)) {
+                None => crate::fetch::FetchConfig::default(),
+                Some(Ok(c)) => c.fetch,
+                Some(Err(e)) => return config_failure(&e),
+            };
+            crate::telemetry::init(&crate::config::LogConfig {
+                filter: "warn".into(),
+                ..Default::default()
+            });
+            let args = crate::inspect::ExtractArgs {
+                target,
+                json,
+                url_for_file,
+                urls_from,
+                before,
+                timings,
+            };
+            runtime(async move {
+                let out = crate::inspect::run(&args, &fetch).await?;
+                println!("{out}");
+                Ok(())
             })
         }
         Command::Check { target, config, json } => {
