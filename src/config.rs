@@ -15,7 +15,9 @@ pub struct Config {
     pub llm: LlmConfig,
     pub limits: LimitsConfig,
     pub reply: ReplyConfig,
+    pub search: crate::search::SearchConfig,
     pub fetch: crate::fetch::FetchConfig,
+    pub relevance: crate::relevance::RelevanceConfig,
     pub credibility: crate::credibility::load::CredibilityConfig,
     pub mastodon: MastodonConfig,
 }
@@ -25,7 +27,7 @@ pub struct Config {
 pub struct DaemonConfig {
     /// Folder of the sled store (created if absent).
     pub state_dir: PathBuf,
-    /// Which pipeline answers a post: `baseline` (LLM only, no retrieval).
+    /// Which pipeline answers a post: `muse` (retrieval) or `baseline` (LLM only, no retrieval).
     pub pipeline: PipelineMode,
     /// Jobs processed at the same time.
     pub max_jobs_in_flight: usize,
@@ -41,7 +43,7 @@ impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
             state_dir: PathBuf::from("/var/lib/musebot"),
-            pipeline: PipelineMode::Baseline,
+            pipeline: PipelineMode::Muse,
             max_jobs_in_flight: 4,
             queue_capacity: 256,
             shutdown_grace_secs: 30,
@@ -53,7 +55,9 @@ impl Default for DaemonConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PipelineMode {
-    /// Muse's "without retrieval" reply (the paper's GPT-4 baseline).
+    /// Muse's retrieval pipeline: search, credible pages, verified evidence, references.
+    Muse,
+    /// Muse's "without retrieval" reply (the paper's GPT-4 baseline), for comparison.
     Baseline,
 }
 
@@ -113,6 +117,10 @@ pub struct LlmConfig {
     pub max_retries: usize,
     pub max_tokens: u32,
     pub temperature: f32,
+    /// Price per million prompt tokens, for the cost estimate in traces (0 = free/local).
+    pub prompt_price_per_million: f64,
+    /// Price per million completion tokens.
+    pub completion_price_per_million: f64,
 }
 
 impl Default for LlmConfig {
@@ -126,6 +134,8 @@ impl Default for LlmConfig {
             max_retries: 4,
             max_tokens: 400,
             temperature: 0.2,
+            prompt_price_per_million: 0.0,
+            completion_price_per_million: 0.0,
         }
     }
 }
@@ -411,6 +421,57 @@ impl Config {
                 );
             }
         }
+        if self.daemon.pipeline == PipelineMode::Muse {
+            if self.search.backends.is_empty() {
+                bad("search.backends", "is empty but daemon.pipeline = \"muse\" needs one".into(), "add a backend (e.g. { kind = \"brave\", api_key_env = \"BRAVE_API_KEY\" }) or set daemon.pipeline = \"baseline\"");
+            }
+            for (key, value) in [
+                ("relevance.onnxruntime", &self.relevance.onnxruntime),
+                ("relevance.model", &self.relevance.model),
+                ("relevance.tokenizer", &self.relevance.tokenizer),
+            ] {
+                if value.is_empty() {
+                    bad(key, "is empty but daemon.pipeline = \"muse\" needs it".into(), "run scripts/setup-sandbox.sh and use the paths it prints in sandbox.env, or set daemon.pipeline = \"baseline\"");
+                }
+            }
+        }
+        for (i, b) in self.search.backends.iter().enumerate() {
+            if b.kind == crate::search::BackendKind::Searxng && b.base_url.is_empty() {
+                bad(
+                    &format!("search.backends[{i}].base_url"),
+                    "is empty for searxng".into(),
+                    "set your SearXNG instance's URL",
+                );
+            }
+            if b.kind == crate::search::BackendKind::Google && b.cx.is_empty() {
+                bad(
+                    &format!("search.backends[{i}].cx"),
+                    "is empty for google".into(),
+                    "set your Programmable Search Engine id",
+                );
+            }
+            if b.kind.needs_key() && b.api_key_env.is_empty() && b.api_key_file.is_empty() {
+                bad(
+                    &format!("search.backends[{i}].api_key_env"),
+                    "and api_key_file are both empty".into(),
+                    "name the environment variable or file holding the API key",
+                );
+            }
+        }
+        if !self.search.before.is_empty() && chrono::DateTime::parse_from_rfc3339(&self.search.before).is_err() {
+            bad(
+                "search.before",
+                format!("`{}` is not an RFC 3339 time", self.search.before),
+                "write e.g. 2024-01-31T00:00:00Z or \"\"",
+            );
+        }
+        if !(0.0..=1.0).contains(&self.relevance.threshold) {
+            bad(
+                "relevance.threshold",
+                format!("is {}", self.relevance.threshold),
+                "use a cosine between 0 and 1",
+            );
+        }
         let cuts = self.credibility.pc1_cuts;
         if !(cuts[0] >= cuts[1] && cuts[1] >= cuts[2] && cuts[2] >= 0.0 && cuts[0] <= 1.0) {
             bad(
@@ -573,6 +634,7 @@ mod tests {
     #[test]
     fn validate_names_each_bad_key() {
         let mut c = Config::default();
+        c.daemon.pipeline = PipelineMode::Baseline;
         c.mastodon.base_url = "ftp://x".into();
         c.llm.base_url = "not a url".into();
         c.http.listen = "0.0.0.0:9187".into();
@@ -593,6 +655,18 @@ mod tests {
     fn a_filled_in_config_is_valid() {
         let mut c = Config::default();
         c.mastodon.base_url = "https://mastodon.example".into();
+        c.daemon.pipeline = PipelineMode::Baseline;
         assert_eq!(c.validate(), vec![]);
+        c.daemon.pipeline = PipelineMode::Muse;
+        let keys: Vec<_> = c.validate().into_iter().map(|p| p.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "search.backends",
+                "relevance.onnxruntime",
+                "relevance.model",
+                "relevance.tokenizer"
+            ]
+        );
     }
 }

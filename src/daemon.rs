@@ -11,12 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::intake::Intake;
-use crate::llm::LlmClient;
 use crate::metrics::Metrics;
-use crate::pipeline::Pipeline;
 use crate::platform::mastodon::Mastodon;
 use crate::platform::{Platform, PlatformError};
-use crate::prompts::Prompts;
 use crate::secret;
 use crate::store::Store;
 use crate::worker::{self, Worker};
@@ -25,7 +22,6 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let m = &config.mastodon;
     let token = secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?
         .expect("required secret");
-    let llm_key = secret::resolve("llm.api_key", &config.llm.api_key_env, &config.llm.api_key_file, false)?;
 
     std::fs::create_dir_all(&config.daemon.state_dir).with_context(|| {
         format!(
@@ -64,13 +60,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         });
     }
 
-    let prompts = Arc::new(Prompts::load(&config.daemon.prompts_dir)?);
-    let llm = LlmClient::new(&config.llm, llm_key)?;
-    let pipeline = Pipeline {
-        mode: config.daemon.pipeline,
-        llm,
-        prompts: prompts.clone(),
-    };
+    let pipeline = crate::pipeline::build(&config, Some(store.clone()), None)?;
+    let prompts = pipeline.prompts.clone();
 
     metrics.set_connection("mastodon", crate::metrics::ConnState::Connecting);
     let Some((mastodon, source)) = connect_with_retry(&config, token, &shutdown).await? else {

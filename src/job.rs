@@ -71,6 +71,10 @@ pub enum Outcome {
     QuotaNotice,
     /// The post was already answered: point to the earlier reply.
     AlreadyAnswered,
+    /// The post makes no checkable claim (the query generator said "none").
+    NothingToCheck,
+    /// No credible evidence either way: an honest "could not verify" with an accuracy nudge.
+    Insufficient,
 }
 
 impl Outcome {
@@ -79,6 +83,8 @@ impl Outcome {
             Outcome::Reply => "reply",
             Outcome::QuotaNotice => "quota_notice",
             Outcome::AlreadyAnswered => "already_answered",
+            Outcome::NothingToCheck => "nothing_to_check",
+            Outcome::Insufficient => "insufficient",
         }
     }
 }
@@ -181,6 +187,9 @@ pub struct Job {
     pub target: Option<Post>,
     pub draft: Option<Draft>,
     pub plan: Option<Plan>,
+    /// The retrieval pipeline's step outputs (queries, links, pages, evidence).
+    #[serde(default)]
+    pub retrieval: Option<crate::pipeline::muse::Retrieval>,
     /// Ids of the parts confirmed posted, in order.
     pub posted: Vec<String>,
     pub trace: Vec<StageRecord>,
@@ -200,6 +209,7 @@ impl Job {
             target: None,
             draft: None,
             plan: None,
+            retrieval: None,
             posted: Vec::new(),
             trace: Vec::new(),
         }

@@ -88,6 +88,8 @@ struct Request<'a> {
     max_tokens: u32,
     temperature: f32,
     stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -137,16 +139,44 @@ impl LlmClient {
 
     /// One chat completion, retried on 429/5xx/timeouts.
     pub async fn chat(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
-        retry::with_retries(self.max_retries, "llm.chat", || self.chat_once(messages)).await
+        retry::with_retries(self.max_retries, "llm.chat", || self.chat_once(messages, None)).await
     }
 
-    async fn chat_once(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
+    /// A completion constrained to a JSON schema (`response_format`), where the endpoint
+    /// supports it; an endpoint that rejects the field (HTTP 400) is asked again without it.
+    /// Callers still parse tolerantly: small models wrap or bend JSON.
+    pub async fn chat_json(
+        &self,
+        messages: &[ChatMessage],
+        name: &str,
+        schema: &serde_json::Value,
+    ) -> Result<Completion, LlmError> {
+        let format = serde_json::json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema}});
+        match retry::with_retries(self.max_retries, "llm.chat", || {
+            self.chat_once(messages, Some(format.clone()))
+        })
+        .await
+        {
+            Err(LlmError::Status { status: 400, .. }) => {
+                tracing::info!("endpoint rejected response_format; asking without it");
+                self.chat(messages).await
+            }
+            other => other,
+        }
+    }
+
+    async fn chat_once(
+        &self,
+        messages: &[ChatMessage],
+        response_format: Option<serde_json::Value>,
+    ) -> Result<Completion, LlmError> {
         let body = Request {
             model: &self.model,
             messages,
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             stream: false,
+            response_format,
         };
         let mut req = self.http.post(&self.endpoint).json(&body);
         if let Some(key) = &self.key {

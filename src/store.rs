@@ -34,6 +34,8 @@ pub struct Store {
     quota: sled::Tree,
     /// Index of unfinished job ids.
     pending: sled::Tree,
+    /// Caches (search results): keys prefixed by their kind.
+    cache: sled::Tree,
 }
 
 impl Store {
@@ -45,6 +47,7 @@ impl Store {
             replies: db.open_tree("replies")?,
             quota: db.open_tree("quota")?,
             pending: db.open_tree("pending")?,
+            cache: db.open_tree("cache")?,
             db,
         })
     }
@@ -165,6 +168,19 @@ impl Store {
         let _ = self
             .replies
             .compare_and_swap(target_key, None as Option<&[u8]>, Some(bytes))?;
+        Ok(())
+    }
+
+    /// A cached value (any JSON-serialisable type); `None` when absent or unreadable.
+    pub fn cache_get<T: serde::de::DeserializeOwned>(&self, kind: &str, key: &str) -> Option<T> {
+        let bytes = self.cache.get(format!("{kind}:{key}")).ok()??;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Stores a cached value (not flushed: a cache may be lost in a crash).
+    pub fn cache_put<T: Serialize>(&self, kind: &str, key: &str, value: &T) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec(value).expect("cache value serialises");
+        self.cache.insert(format!("{kind}:{key}"), bytes)?;
         Ok(())
     }
 

@@ -23,9 +23,11 @@ pub fn filter(config_filter: &str) -> EnvFilter {
 
 /// Installs the global subscriber (once; later calls are ignored).
 pub fn init(config: &LogConfig) {
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter(&config.filter))
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = match config.format {
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
         LogFormat::Text => builder.try_init(),

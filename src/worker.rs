@@ -187,8 +187,21 @@ impl Worker {
     }
 
     async fn draft(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
-        let target = job.target.as_ref().expect("draft runs after resolve");
-        match self.pipeline.draft(target).await {
+        let target = job.target.clone().expect("draft runs after resolve");
+        let mut retrieval = job.retrieval.clone().unwrap_or_default();
+        // Each finished retrieval step is saved with the job, so a restart skips it.
+        let (store, mut snapshot) = (self.store.clone(), job.clone());
+        let mut checkpoint = move |r: &crate::pipeline::muse::Retrieval| {
+            snapshot.retrieval = Some(r.clone());
+            if let Err(e) = store.save(&snapshot) {
+                tracing::warn!(error = %e, "checkpoint failed; the step may be repeated after a crash");
+            }
+        };
+        let result = self.pipeline.draft(&target, &mut retrieval, &mut checkpoint).await;
+        if self.pipeline.muse.is_some() {
+            job.retrieval = Some(retrieval);
+        }
+        match result {
             Ok((draft, usage)) => {
                 job.draft = Some(draft);
                 Ok(StageOutcome::Next(usage))

@@ -58,9 +58,18 @@ fn the_shipped_file_is_the_documented_template() {
     let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/bot-config.toml");
     let (code, _, err) = musebot(&["config", "check", shipped], &[]);
     assert_eq!(code, 2);
-    assert_eq!(
-        err.trim(),
-        "mastodon.base_url: is empty — set it to your instance, e.g. https://mastodon.social"
+    let keys: Vec<&str> = err.lines().map(|l| l.split(':').next().unwrap()).collect();
+    let want = [
+        "search.backends",
+        "relevance.onnxruntime",
+        "relevance.model",
+        "relevance.tokenizer",
+        "mastodon.base_url",
+    ];
+    assert_eq!(keys, want, "{err}");
+    assert!(
+        err.contains("mastodon.base_url: is empty — set it to your instance, e.g. https://mastodon.social"),
+        "{err}"
     );
 }
 
@@ -71,7 +80,7 @@ fn a_missing_secret_is_a_clear_error_not_a_panic() {
     std::fs::write(
         &path,
         format!(
-            "[daemon]\nstate_dir = \"{}\"\n[http]\nlisten = \"\"\n[mastodon]\nbase_url = \"http://127.0.0.1:9\"\n",
+            "[daemon]\npipeline = \"baseline\"\nstate_dir = \"{}\"\n[http]\nlisten = \"\"\n[mastodon]\nbase_url = \"http://127.0.0.1:9\"\n",
             dir.path().join("s").display()
         ),
     )
@@ -88,7 +97,7 @@ fn a_missing_secret_is_a_clear_error_not_a_panic() {
     std::fs::write(
         &path,
         format!(
-            "[daemon]\nstate_dir = \"{}\"\n[http]\nlisten = \"\"\n[mastodon]\nbase_url = \"http://127.0.0.1:9\"\naccess_token_file = \"{}\"\n",
+            "[daemon]\npipeline = \"baseline\"\nstate_dir = \"{}\"\n[http]\nlisten = \"\"\n[mastodon]\nbase_url = \"http://127.0.0.1:9\"\naccess_token_file = \"{}\"\n",
             dir.path().join("s").display(),
             missing.display()
         ),

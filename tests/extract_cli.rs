@@ -39,7 +39,7 @@ async fn a_local_page_shows_its_fields_and_decision() {
     let cfg = dir.path().join("c.toml");
     std::fs::write(
         &cfg,
-        format!("[fetch]\ntest_allow_addrs = [\"{addr}\"]\n[mastodon]\nbase_url = \"https://m.example\"\n"),
+        format!("[daemon]\npipeline = \"baseline\"\n[fetch]\ntest_allow_addrs = [\"{addr}\"]\n[mastodon]\nbase_url = \"https://m.example\"\n"),
     )
     .unwrap();
     let url = format!("http://{addr}/article");

@@ -282,7 +282,7 @@ async fn check_prints_the_reply_and_a_trace_and_posts_nothing() {
     assert_eq!(v["outcome"], "reply");
     assert_eq!(v["post"]["text"], "The Earth is flat.");
     assert_eq!(v["parts"].as_array().unwrap().len(), 1);
-    assert_eq!(v["trace"][1]["stage"], "draft");
+    assert_eq!(v["trace"][1]["step"], "draft");
     assert!(mock.bot_statuses().await.is_empty(), "check must not post");
     assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
 }

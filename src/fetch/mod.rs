@@ -34,6 +34,9 @@ pub struct FetchConfig {
     pub no_proxy: String,
     /// TEST ONLY: exact `IP:port` pairs the guard lets through (e.g. a local test server).
     pub test_allow_addrs: Vec<String>,
+    /// TEST ONLY: `name=IP:port` DNS overrides (like curl's --resolve), so a test can serve
+    /// `http://www.reuters.com/…` from a local server. The guard still checks the address.
+    pub test_resolve: Vec<String>,
 }
 
 impl Default for FetchConfig {
@@ -46,6 +49,7 @@ impl Default for FetchConfig {
             proxy: String::new(),
             no_proxy: String::new(),
             test_allow_addrs: Vec::new(),
+            test_resolve: Vec::new(),
         }
     }
 }
@@ -95,6 +99,7 @@ pub struct Fetched {
 pub struct Fetcher {
     client: reqwest::Client,
     allow: Allow,
+    overrides: HashMap<String, SocketAddr>,
     config: FetchConfig,
     hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
 }
@@ -111,6 +116,14 @@ impl Fetcher {
                 })
                 .collect::<Result<_, _>>()?,
         );
+        let mut overrides = HashMap::new();
+        for entry in &config.test_resolve {
+            let parsed = entry
+                .split_once('=')
+                .and_then(|(n, a)| Some((n.trim().to_ascii_lowercase(), a.trim().parse::<SocketAddr>().ok()?)));
+            let (name, addr) = parsed.ok_or_else(|| format!("fetch.test_resolve: `{entry}` is not name=IP:port"))?;
+            overrides.insert(name, addr);
+        }
         let mut builder = reqwest::Client::builder()
             .user_agent(crate::USER_AGENT)
             .redirect(reqwest::redirect::Policy::none())
@@ -123,10 +136,14 @@ impl Fetcher {
             let proxy = reqwest::Proxy::all(&config.proxy).map_err(|e| format!("fetch.proxy: {e}"))?;
             builder.proxy(proxy.no_proxy(reqwest::NoProxy::from_string(&config.no_proxy)))
         };
+        for (name, addr) in &overrides {
+            builder = builder.resolve(name, *addr);
+        }
         let client = builder.build().map_err(|e| e.to_string())?;
         Ok(Fetcher {
             client,
             allow,
+            overrides,
             config: config.clone(),
             hosts: Arc::default(),
         })
@@ -228,6 +245,10 @@ impl Fetcher {
                 let name = name.trim_end_matches('.').to_ascii_lowercase();
                 if name == "localhost" || name.ends_with(".localhost") {
                     return Err(blocked(Forbidden::Loopback));
+                }
+                if let Some(addr) = self.overrides.get(&name) {
+                    let port = url.port().unwrap_or(addr.port());
+                    return guard::check(SocketAddr::new(addr.ip(), port), &self.allow).map_err(blocked);
                 }
                 let resolved = tokio::net::lookup_host((name.as_str(), port)).await;
                 let list: Vec<SocketAddr> = resolved

@@ -61,6 +61,7 @@ pub fn free_port() -> u16 {
 /// A `mastodon-mock` server with seeded accounts: musebot (bot), alice, bob, robo (a bot),
 /// nobody (`#nobot`).
 pub struct MockMastodon {
+    bot_id: tokio::sync::OnceCell<String>,
     pub port: u16,
     pub base: String,
     child: Child,
@@ -165,6 +166,7 @@ access_token = "{NOBOT_TOKEN}"
             .expect("start mastodon_mock");
         let base = format!("http://127.0.0.1:{port}");
         let mock = MockMastodon {
+            bot_id: Default::default(),
             port,
             base,
             child,
@@ -231,9 +233,14 @@ access_token = "{NOBOT_TOKEN}"
             .to_string()
     }
 
-    /// Every status the bot has posted, oldest first.
+    /// Every status the bot has posted, oldest first. Read with another account's token, so
+    /// polling does not spend the bot's own rate limit.
     pub async fn bot_statuses(&self) -> Vec<Value> {
-        let id = self.account_id(BOT_TOKEN).await;
+        let id = self
+            .bot_id
+            .get_or_init(|| async { self.account_id(BOT_TOKEN).await })
+            .await
+            .clone();
         let mut all: Vec<Value> = Vec::new();
         let mut max_id: Option<String> = None;
         loop {
@@ -241,7 +248,7 @@ access_token = "{NOBOT_TOKEN}"
             if let Some(m) = &max_id {
                 path.push_str(&format!("&max_id={m}"));
             }
-            let page = self.get(BOT_TOKEN, &path).await;
+            let page = self.get(ALICE_TOKEN, &path).await;
             let page = page.as_array().unwrap().clone();
             if page.is_empty() {
                 break;
@@ -281,7 +288,7 @@ access_token = "{NOBOT_TOKEN}"
             if Instant::now() > deadline {
                 panic!("timed out; bot statuses: {}", serde_json::to_string_pretty(&s).unwrap());
             }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            tokio::time::sleep(Duration::from_millis(400)).await;
         }
     }
 }
@@ -299,9 +306,14 @@ fn unsafe_kill(pid: i32, signal: &str) {
         .status();
 }
 
+/// Computes a scripted answer from the request body (for multi-step pipelines).
+pub type Router = Arc<dyn Fn(&Value) -> String + Send + Sync>;
+
 /// What the scripted LLM answers.
 #[derive(Clone)]
 pub struct Script {
+    /// When set, answers are computed from the request instead of `reply`.
+    pub router: Option<Router>,
     /// The reply text (may echo the post: `{post}` is replaced by the user message).
     pub reply: String,
     /// Answer this many first requests with this HTTP status.
@@ -313,10 +325,18 @@ pub struct Script {
 impl Script {
     pub fn reply(text: &str) -> Script {
         Script {
+            router: None,
             reply: text.into(),
             fail_first: 0,
             fail_status: 500,
             delay: Duration::ZERO,
+        }
+    }
+
+    pub fn routed(router: impl Fn(&Value) -> String + Send + Sync + 'static) -> Script {
+        Script {
+            router: Some(Arc::new(router)),
+            ..Script::reply("")
         }
     }
 }
@@ -348,7 +368,10 @@ impl ScriptedLlm {
                         return (code, [("retry-after", "0")], axum::Json(json!({"error": {"message": "scripted failure"}})));
                     }
                     let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_string();
-                    let content = script.reply.replace("{post}", &user);
+                    let content = match &script.router {
+                        Some(route) => route(&body),
+                        None => script.reply.replace("{post}", &user),
+                    };
                     (
                         axum::http::StatusCode::OK,
                         [("retry-after", "0")],
@@ -384,11 +407,13 @@ pub struct Daemon {
 
 /// A config for a daemon talking to `mastodon` and the LLM at `llm_base`.
 pub fn daemon_config(state_dir: &Path, mastodon: &str, llm_base: &str, health_port: u16, extra: &str) -> String {
+    let pipeline = if extra.contains("[search]") { "muse" } else { "baseline" };
     format!(
         r#"
 [daemon]
 state_dir = "{}"
 shutdown_grace_secs = 5
+pipeline = "{pipeline}"
 
 [http]
 listen = "127.0.0.1:{health_port}"
@@ -449,6 +474,26 @@ impl Daemon {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("daemon never connected; log:\n{}", self.log_text());
+    }
+
+    /// Waits until `pred` holds for the bot's statuses; on time-out panics with the daemon log.
+    pub async fn wait_for_replies(
+        &self,
+        mock: &MockMastodon,
+        timeout: Duration,
+        pred: impl Fn(&[Value]) -> bool,
+    ) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = mock.bot_statuses().await;
+            if pred(&s) {
+                return s;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out; bot statuses: {s:#?}\ndaemon log:\n{}", self.log_text());
+            }
+            tokio::time::sleep(Duration::from_millis(400)).await;
+        }
     }
 
     pub fn log_text(&self) -> String {

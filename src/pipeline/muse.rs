@@ -1,0 +1,577 @@
+//! The Muse retrieval pipeline (seed 000, Methods): queries → search → credibility → fetch +
+//! extract → relevance → evidence (verbatim-checked quotes) → reply. Each step's output is
+//! stored in [`Retrieval`] and checkpointed, so a restart resumes after the last finished step
+//! without repeating its LLM calls.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use futures_util::stream::{self, StreamExt};
+use minijinja::context;
+use serde::{Deserialize, Serialize};
+
+use super::{parse, PipelineError, Usage};
+use crate::credibility::{Credibility, Tier};
+use crate::extract::{self, Decision};
+use crate::fetch::Fetcher;
+use crate::job::{Draft, Outcome, Post};
+use crate::llm::{ChatMessage, LlmClient};
+use crate::prompts::Prompts;
+use crate::relevance::{self, Embedder, RelevanceConfig};
+use crate::search::Searcher;
+
+/// Queries for a text-only post (Muse: 3; 5 once image descriptions exist).
+pub const TEXT_QUERIES: usize = 3;
+/// Links kept per priority tier per query (Muse).
+pub const PER_TIER_PER_QUERY: usize = 10;
+/// Pages fetched at once.
+pub const FETCH_PARALLEL: usize = 4;
+/// Pages sent to the evidence LLM at once.
+pub const EVIDENCE_PARALLEL: usize = 2;
+/// Evidence extraction stops once this many pages refute the post (Muse).
+pub const ENOUGH_REFUTING_PAGES: usize = 2;
+/// Word budget of the reply.
+pub const REPLY_WORDS: u32 = 120;
+
+/// Why a link or page was left out. Closed: the trace prints each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    LowCredibility,
+    Duplicate,
+    TierFull,
+    Blocked(String),
+    Unreachable(String),
+    TooShort,
+    TooNew,
+    LowRelevance,
+    NoEvidence,
+    NotReached,
+}
+
+impl DropReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DropReason::LowCredibility => "low credibility",
+            DropReason::Duplicate => "duplicate",
+            DropReason::TierFull => "tier full",
+            DropReason::Blocked(_) => "blocked",
+            DropReason::Unreachable(_) => "unreachable",
+            DropReason::TooShort => "too short",
+            DropReason::TooNew => "too new",
+            DropReason::LowRelevance => "low relevance",
+            DropReason::NoEvidence => "no evidence",
+            DropReason::NotReached => "not needed (enough refuting pages)",
+        }
+    }
+}
+
+/// A search result that passed the credibility filter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub url: String,
+    pub title: String,
+    pub domain: String,
+    pub tier: Tier,
+    pub query: String,
+}
+
+/// A page that passed extraction and relevance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptPage {
+    pub url: String,
+    pub title: Option<String>,
+    pub domain: String,
+    pub tier: Tier,
+    pub published: Option<DateTime<Utc>>,
+    pub relevance: f32,
+    /// The most relevant passages, in page order: what the evidence LLM reads.
+    pub passages: Vec<String>,
+    pub words: usize,
+}
+
+/// Verified quotes from one page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub url: String,
+    pub tier: Tier,
+    pub published: Option<DateTime<Utc>>,
+    pub relevance: f32,
+    pub refute: Vec<String>,
+    pub context: Vec<String>,
+    /// Quotes the LLM gave that are not verbatim in the page (dropped).
+    pub unverified: usize,
+}
+
+/// One dropped link or page, for the trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub url: String,
+    pub reason: DropReason,
+}
+
+/// Time and tokens of one finished step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTrace {
+    pub step: String,
+    pub millis: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// Every step's output, persisted with the job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Retrieval {
+    pub steps: Vec<StepTrace>,
+    pub queries: Option<Vec<String>>,
+    pub candidates: Option<Vec<Candidate>>,
+    pub pages: Option<Vec<KeptPage>>,
+    pub evidence: Option<Vec<Evidence>>,
+    pub dropped: Vec<Dropped>,
+    pub unverified_quotes: usize,
+    pub usage_prompt: u64,
+    pub usage_completion: u64,
+}
+
+pub struct Muse {
+    pub llm: LlmClient,
+    pub prompts: Arc<Prompts>,
+    pub searcher: Arc<Searcher>,
+    pub fetcher: Fetcher,
+    pub credibility: Arc<Credibility>,
+    pub embedder: Arc<Embedder>,
+    pub relevance: RelevanceConfig,
+    /// Only what was published before this moment counts (the paper's fair-comparison setting).
+    pub before: Option<DateTime<Utc>>,
+}
+
+impl Muse {
+    /// Runs the remaining steps; `checkpoint` is called after each finished one.
+    pub async fn draft(
+        &self,
+        post: &Post,
+        r: &mut Retrieval,
+        checkpoint: &mut (dyn FnMut(&Retrieval) + Send),
+    ) -> Result<(Draft, Usage), PipelineError> {
+        let before = self.before;
+        let mut t = Instant::now();
+        if r.queries.is_none() {
+            let (queries, usage) = self.queries(post).await?;
+            r.step("queries", &mut t, usage);
+            r.queries = Some(queries);
+            checkpoint(r);
+        }
+        let queries = r.queries.clone().unwrap_or_default();
+        if queries.is_empty() {
+            let text = self.prompts.render("notice_nothing_to_check.j2", context! {})?;
+            return Ok((
+                Draft {
+                    outcome: Outcome::NothingToCheck,
+                    text,
+                    urls: Vec::new(),
+                },
+                r.usage(),
+            ));
+        }
+        if r.candidates.is_none() {
+            let candidates = self.search(&queries, before, &mut r.dropped).await;
+            r.step("search", &mut t, Usage::default());
+            r.candidates = Some(candidates);
+            checkpoint(r);
+        }
+        if r.pages.is_none() {
+            let candidates = r.candidates.clone().unwrap_or_default();
+            let pages = self.read_pages(post, candidates, before, &mut r.dropped).await?;
+            r.step("pages", &mut t, Usage::default());
+            r.pages = Some(pages);
+            checkpoint(r);
+        }
+        if r.evidence.is_none() {
+            let pages = r.pages.clone().unwrap_or_default();
+            let (evidence, usage) = self.evidence(post, &pages, &mut r.dropped).await?;
+            r.step("evidence", &mut t, usage);
+            r.unverified_quotes = evidence.iter().map(|e| e.unverified).sum();
+            r.evidence = Some(
+                evidence
+                    .into_iter()
+                    .filter(|e| !e.refute.is_empty() || !e.context.is_empty())
+                    .collect(),
+            );
+            checkpoint(r);
+        }
+        let evidence = r.evidence.clone().unwrap_or_default();
+        let (draft, usage) = self.reply(post, &evidence).await?;
+        r.step("reply", &mut t, usage);
+        Ok((draft, r.usage()))
+    }
+
+    async fn queries(&self, post: &Post) -> Result<(Vec<String>, Usage), PipelineError> {
+        let system = self
+            .prompts
+            .render("queries.system.j2", context! { n => TEXT_QUERIES })?;
+        let user = self.prompts.render("queries.user.j2", post_context(post))?;
+        let schema = serde_json::json!({"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}, "maxItems": TEXT_QUERIES}}, "required": ["queries"]});
+        let c = self
+            .llm
+            .chat_json(
+                &[ChatMessage::system(system), ChatMessage::user(user)],
+                "queries",
+                &schema,
+            )
+            .await?;
+        let queries = parse::queries(&c.text, TEXT_QUERIES);
+        tracing::info!(?queries, "queries generated");
+        Ok((
+            queries,
+            Usage {
+                prompt_tokens: c.prompt_tokens,
+                completion_tokens: c.completion_tokens,
+            },
+        ))
+    }
+
+    /// Searches every query; keeps credible, new links, at most [`PER_TIER_PER_QUERY`] per tier.
+    async fn search(
+        &self,
+        queries: &[String],
+        before: Option<DateTime<Utc>>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Vec<Candidate> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for query in queries {
+            let hits = match self.searcher.search(query, before).await {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(query, error = %e, "search failed");
+                    continue;
+                }
+            };
+            let mut per_tier = [0usize; 3];
+            for hit in hits {
+                let key = hit
+                    .url
+                    .split('#')
+                    .next()
+                    .unwrap_or(&hit.url)
+                    .trim_end_matches('/')
+                    .to_string();
+                let verdict = self.credibility.verdict(&hit.url);
+                let Some(tier) = verdict.tier else {
+                    dropped.push(Dropped {
+                        url: hit.url,
+                        reason: DropReason::LowCredibility,
+                    });
+                    continue;
+                };
+                if !seen.insert(key) {
+                    continue;
+                }
+                let slot = &mut per_tier[tier as usize];
+                if *slot >= PER_TIER_PER_QUERY {
+                    dropped.push(Dropped {
+                        url: hit.url,
+                        reason: DropReason::TierFull,
+                    });
+                    continue;
+                }
+                *slot += 1;
+                out.push(Candidate {
+                    url: hit.url,
+                    title: hit.title,
+                    domain: verdict.domain,
+                    tier,
+                    query: query.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Fetches, extracts and scores candidates; keeps relevant pages, tier then relevance order.
+    async fn read_pages(
+        &self,
+        post: &Post,
+        candidates: Vec<Candidate>,
+        before: Option<DateTime<Utc>>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Result<Vec<KeptPage>, PipelineError> {
+        let fetched: Vec<(Candidate, Result<extract::Page, DropReason>)> = stream::iter(candidates)
+            .map(|c| async move {
+                let page = match self.fetcher.fetch(&c.url).await {
+                    Ok(f) => {
+                        let page = extract::extract(&f.html, Some(f.url.as_str()));
+                        match extract::decide(&page, before) {
+                            Decision::Keep => Ok(page),
+                            Decision::TooShort { .. } => Err(DropReason::TooShort),
+                            Decision::TooNew { .. } => Err(DropReason::TooNew),
+                        }
+                    }
+                    Err(e) if e.reason() == "blocked" => Err(DropReason::Blocked(e.to_string())),
+                    Err(e) => Err(DropReason::Unreachable(e.to_string())),
+                };
+                (c, page)
+            })
+            .buffered(FETCH_PARALLEL)
+            .collect()
+            .await;
+        let mut readable = Vec::new();
+        for (c, page) in fetched {
+            match page {
+                Ok(p) => readable.push((c, p)),
+                Err(reason) => dropped.push(Dropped { url: c.url, reason }),
+            }
+        }
+        if readable.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Embed the post and every passage in one blocking batch.
+        let post_text = strip_urls(&post.text);
+        let words = self.relevance.passage_words;
+        let per_page: Vec<Vec<String>> = readable
+            .iter()
+            .map(|(_, p)| relevance::passages(&p.text, words))
+            .collect();
+        let mut texts = vec![post_text];
+        texts.extend(per_page.iter().flatten().cloned());
+        let embedder = self.embedder.clone();
+        let vectors = tokio::task::spawn_blocking(move || embedder.embed(&texts))
+            .await
+            .map_err(|e| PipelineError::Relevance(e.to_string()))?
+            .map_err(|e| PipelineError::Relevance(e.to_string()))?;
+        let (post_vec, mut rest) = (vectors[0].clone(), vectors[1..].iter());
+        let mut kept = Vec::new();
+        for ((c, page), passages) in readable.into_iter().zip(per_page) {
+            let mut scored: Vec<(usize, f32)> = passages
+                .iter()
+                .enumerate()
+                .map(|(i, _)| {
+                    (
+                        i,
+                        relevance::cosine(&post_vec, rest.next().expect("one vector per passage")),
+                    )
+                })
+                .collect();
+            let best = scored.iter().map(|s| s.1).fold(f32::MIN, f32::max);
+            if best < self.relevance.threshold {
+                tracing::debug!(url = %c.url, best, "low relevance");
+                dropped.push(Dropped {
+                    url: c.url,
+                    reason: DropReason::LowRelevance,
+                });
+                continue;
+            }
+            scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let mut top: Vec<usize> = scored.iter().take(self.relevance.max_passages).map(|s| s.0).collect();
+            top.sort_unstable();
+            kept.push(KeptPage {
+                url: c.url,
+                title: page.title,
+                domain: c.domain,
+                tier: c.tier,
+                published: page.date,
+                relevance: best,
+                passages: top.into_iter().map(|i| passages[i].clone()).collect(),
+                words: page.word_count,
+            });
+        }
+        kept.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.relevance.total_cmp(&a.relevance)));
+        Ok(kept)
+    }
+
+    /// Quotes from pages in order, [`EVIDENCE_PARALLEL`] at a time, until enough refute.
+    async fn evidence(
+        &self,
+        post: &Post,
+        pages: &[KeptPage],
+        dropped: &mut Vec<Dropped>,
+    ) -> Result<(Vec<Evidence>, Usage), PipelineError> {
+        let system = self.prompts.render("evidence.system.j2", context! {})?;
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "refute": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+            "context": {"type": "array", "items": {"type": "string"}, "maxItems": 2}}, "required": ["refute", "context"]});
+        let mut usage = Usage::default();
+        let mut out = Vec::new();
+        let mut refuting = 0;
+        for (wave_no, wave) in pages.chunks(EVIDENCE_PARALLEL).enumerate() {
+            if refuting >= ENOUGH_REFUTING_PAGES {
+                for p in &pages[wave_no * EVIDENCE_PARALLEL..] {
+                    dropped.push(Dropped {
+                        url: p.url.clone(),
+                        reason: DropReason::NotReached,
+                    });
+                }
+                break;
+            }
+            let calls = wave.iter().map(|page| {
+                let system = system.clone();
+                let schema = schema.clone();
+                async move {
+                    let mut ctx = post_context(post);
+                    ctx.insert(
+                        "published".into(),
+                        serde_json::json!(page
+                            .published
+                            .map(|d| d.to_rfc3339())
+                            .unwrap_or_else(|| "unknown".into())),
+                    );
+                    ctx.insert("passages".into(), serde_json::json!(page.passages));
+                    let user = self.prompts.render("evidence.user.j2", &ctx)?;
+                    let c = self
+                        .llm
+                        .chat_json(
+                            &[ChatMessage::system(system), ChatMessage::user(user)],
+                            "evidence",
+                            &schema,
+                        )
+                        .await?;
+                    Ok::<_, PipelineError>((page, c))
+                }
+            });
+            for result in futures_util::future::join_all(calls).await {
+                let (page, c) = result?;
+                usage.prompt_tokens += c.prompt_tokens;
+                usage.completion_tokens += c.completion_tokens;
+                let (refute, context) = parse::evidence(&c.text);
+                let source = parse::normalize(&page.passages.join("\n"));
+                let total = refute.len() + context.len();
+                let keep = |qs: Vec<String>| {
+                    qs.into_iter()
+                        .filter(|q| parse::is_verbatim(q, &source))
+                        .map(|q| q.trim().to_string())
+                        .collect::<Vec<_>>()
+                };
+                let (refute, context) = (keep(refute), keep(context));
+                let unverified = total - refute.len() - context.len();
+                if unverified > 0 {
+                    tracing::info!(url = %page.url, unverified, "dropped quotes not found verbatim in the page");
+                }
+                if refute.is_empty() && context.is_empty() {
+                    dropped.push(Dropped {
+                        url: page.url.clone(),
+                        reason: DropReason::NoEvidence,
+                    });
+                }
+                refuting += usize::from(!refute.is_empty());
+                out.push(Evidence {
+                    url: page.url.clone(),
+                    tier: page.tier,
+                    published: page.published,
+                    relevance: page.relevance,
+                    refute,
+                    context,
+                    unverified,
+                });
+            }
+        }
+        Ok((out, usage))
+    }
+
+    /// The reply from the evidence; must cite at least one evidence URL (one regeneration),
+    /// else the honest insufficient-evidence reply.
+    async fn reply(&self, post: &Post, evidence: &[Evidence]) -> Result<(Draft, Usage), PipelineError> {
+        let insufficient = || -> Result<(Draft, Usage), PipelineError> {
+            let text = self.prompts.render("reply_insufficient.j2", context! {})?;
+            Ok((
+                Draft {
+                    outcome: Outcome::Insufficient,
+                    text,
+                    urls: Vec::new(),
+                },
+                Usage::default(),
+            ))
+        };
+        if evidence.is_empty() {
+            return insufficient();
+        }
+        let mut facts: Vec<(&Evidence, &String)> = evidence
+            .iter()
+            .flat_map(|e| e.refute.iter().chain(e.context.iter()).map(move |q| (e, q)))
+            .collect();
+        // Tier, then relevance, then closeness to the post's date.
+        let distance = |e: &Evidence| {
+            e.published
+                .map_or(i64::MAX, |d| (d - post.created_at).num_seconds().abs())
+        };
+        facts.sort_by(|(a, _), (b, _)| {
+            a.tier
+                .cmp(&b.tier)
+                .then(b.relevance.total_cmp(&a.relevance))
+                .then(distance(a).cmp(&distance(b)))
+        });
+        let facts_ctx: Vec<serde_json::Value> = facts
+            .iter()
+            .map(|(e, q)| serde_json::json!({"quote": q, "url": e.url, "published": e.published.map(|d| d.format("%Y-%m-%d").to_string()).unwrap_or_else(|| "unknown".into())}))
+            .collect();
+        let urls: Vec<String> = evidence.iter().map(|e| e.url.clone()).collect();
+        let system = self
+            .prompts
+            .render("reply_muse.system.j2", context! { max_words => REPLY_WORDS })?;
+        let mut usage = Usage::default();
+        for retry in [false, true] {
+            let mut ctx = post_context(post);
+            ctx.insert("facts".into(), serde_json::json!(facts_ctx));
+            ctx.insert("retry".into(), serde_json::json!(retry));
+            let user = self.prompts.render("reply_muse.user.j2", &ctx)?;
+            let c = self
+                .llm
+                .chat(&[ChatMessage::system(system.clone()), ChatMessage::user(user)])
+                .await?;
+            usage.prompt_tokens += c.prompt_tokens;
+            usage.completion_tokens += c.completion_tokens;
+            if urls.iter().any(|u| c.text.contains(u.as_str())) {
+                return Ok((
+                    Draft {
+                        outcome: Outcome::Reply,
+                        text: c.text,
+                        urls,
+                    },
+                    usage,
+                ));
+            }
+            tracing::warn!(retry, "reply cites no evidence URL");
+        }
+        let (draft, _) = insufficient()?;
+        Ok((draft, usage))
+    }
+}
+
+impl Retrieval {
+    /// Records a finished step's time (since `t`, which is reset) and tokens.
+    fn step(&mut self, name: &str, t: &mut Instant, u: Usage) {
+        self.usage_prompt += u.prompt_tokens;
+        self.usage_completion += u.completion_tokens;
+        self.steps.push(StepTrace {
+            step: name.into(),
+            millis: t.elapsed().as_millis() as u64,
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+        });
+        *t = Instant::now();
+    }
+
+    fn usage(&self) -> Usage {
+        Usage {
+            prompt_tokens: self.usage_prompt,
+            completion_tokens: self.usage_completion,
+        }
+    }
+}
+
+fn post_context(post: &Post) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("author".into(), serde_json::json!(post.author_display_name));
+    m.insert("created_at".into(), serde_json::json!(post.created_at.to_rfc3339()));
+    m.insert("text".into(), serde_json::json!(post.text));
+    m
+}
+
+/// The post without URLs (Muse removes URLs and emojis before embedding).
+fn strip_urls(text: &str) -> String {
+    text.split_whitespace()
+        .filter(|w| !w.contains("://"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

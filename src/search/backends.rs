@@ -1,0 +1,344 @@
+//! The six search services' real request and response formats (../shared/design/SEARCH-APIS.md
+//! and the services' docs). Keys that travel in a query string (Google, SerpApi) never reach a
+//! log: errors are built from reqwest errors `without_url()`.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{BackendConfig, Hit, SearchError};
+use crate::secret::Secret;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    /// Google Programmable Search (Custom Search JSON API), `cx` restricted to credible publishers.
+    Google,
+    Brave,
+    /// A self-hosted SearXNG with the `json` format enabled.
+    Searxng,
+    Serper,
+    /// SerpApi's `engine=google`.
+    Serpapi,
+    Tavily,
+}
+
+impl BackendKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Google => "google",
+            BackendKind::Brave => "brave",
+            BackendKind::Searxng => "searxng",
+            BackendKind::Serper => "serper",
+            BackendKind::Serpapi => "serpapi",
+            BackendKind::Tavily => "tavily",
+        }
+    }
+
+    pub fn needs_key(self) -> bool {
+        self != BackendKind::Searxng
+    }
+
+    fn default_base(self) -> &'static str {
+        match self {
+            BackendKind::Google => "https://customsearch.googleapis.com",
+            BackendKind::Brave => "https://api.search.brave.com",
+            BackendKind::Searxng => "",
+            BackendKind::Serper => "https://google.serper.dev",
+            BackendKind::Serpapi => "https://serpapi.com",
+            BackendKind::Tavily => "https://api.tavily.com",
+        }
+    }
+}
+
+/// One request to one backend, parsed into hits.
+pub async fn run(
+    http: &reqwest::Client,
+    config: &BackendConfig,
+    key: Option<&Secret>,
+    query: &str,
+    before: Option<DateTime<Utc>>,
+    n: usize,
+) -> Result<Vec<Hit>, SearchError> {
+    let kind = config.kind;
+    let name = kind.as_str();
+    let base = if config.base_url.is_empty() {
+        kind.default_base()
+    } else {
+        config.base_url.trim_end_matches('/')
+    };
+    let key = key.map(Secret::expose).unwrap_or("");
+    let n = n.clamp(1, 10);
+    let req = match kind {
+        BackendKind::Google => {
+            let mut q = vec![
+                ("key", key.to_string()),
+                ("cx", config.cx.clone()),
+                ("q", query.to_string()),
+                ("num", n.to_string()),
+            ];
+            if let Some(b) = before {
+                q.push(("sort", format!("date:r::{}", b.format("%Y%m%d"))));
+            }
+            http.get(format!("{base}/customsearch/v1")).query(&q)
+        }
+        BackendKind::Brave => {
+            let mut q = vec![("q", query.to_string()), ("count", n.to_string())];
+            if let Some(b) = before {
+                q.push(("freshness", format!("1970-01-01to{}", b.format("%Y-%m-%d"))));
+            }
+            http.get(format!("{base}/res/v1/web/search"))
+                .header("X-Subscription-Token", key)
+                .header("Accept", "application/json")
+                .query(&q)
+        }
+        BackendKind::Searxng => http
+            .get(format!("{base}/search"))
+            .header("Accept-Language", "en-US,en;q=0.8")
+            .query(&[("q", query), ("format", "json"), ("pageno", "1")]),
+        BackendKind::Serper => {
+            let mut body = json!({"q": query, "num": n});
+            if let Some(b) = before {
+                body["tbs"] = json!(format!("cdr:1,cd_min:,cd_max:{}", b.format("%m/%d/%Y")));
+            }
+            http.post(format!("{base}/search")).header("X-API-KEY", key).json(&body)
+        }
+        BackendKind::Serpapi => {
+            let mut q = vec![
+                ("engine", "google".to_string()),
+                ("q", query.to_string()),
+                ("api_key", key.to_string()),
+                ("num", n.to_string()),
+            ];
+            if let Some(b) = before {
+                q.push(("tbs", format!("cdr:1,cd_min:,cd_max:{}", b.format("%m/%d/%Y"))));
+            }
+            http.get(format!("{base}/search.json")).query(&q)
+        }
+        BackendKind::Tavily => {
+            let mut body = json!({"query": query, "max_results": n, "search_depth": "basic"});
+            if let Some(b) = before {
+                body["end_date"] = json!(b.format("%Y-%m-%d").to_string());
+            }
+            http.post(format!("{base}/search")).bearer_auth(key).json(&body)
+        }
+    };
+    let resp = req.send().await.map_err(|e| SearchError::Network {
+        backend: name,
+        reason: e.without_url().to_string(),
+    })?;
+    let status = resp.status();
+    if !status.is_success() {
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| crate::retry::parse_retry_after(v, Utc::now()));
+        let body: String = resp.text().await.unwrap_or_default().chars().take(300).collect();
+        return Err(SearchError::Status {
+            backend: name,
+            status: status.as_u16(),
+            body,
+            retry_after,
+        });
+    }
+    let v: Value = resp.json().await.map_err(|e| SearchError::Decode {
+        backend: name,
+        reason: e.without_url().to_string(),
+    })?;
+    parse(kind, &v).map_err(|reason| SearchError::Decode { backend: name, reason })
+}
+
+/// Parses a backend's JSON answer. An answer without results is an empty list, not an error.
+pub fn parse(kind: BackendKind, v: &Value) -> Result<Vec<Hit>, String> {
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let list = |k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    let hits: Vec<Hit> = match kind {
+        BackendKind::Google => {
+            if let Some(err) = v.get("error") {
+                return Err(format!(
+                    "error envelope: {}",
+                    err.get("message").and_then(Value::as_str).unwrap_or("?")
+                ));
+            }
+            list("items")
+                .iter()
+                .map(|i| Hit {
+                    url: s(i, "link"),
+                    title: s(i, "title"),
+                    snippet: s(i, "snippet"),
+                    published: i
+                        .pointer("/pagemap/metatags/0/article:published_time")
+                        .and_then(Value::as_str)
+                        .and_then(parse_date),
+                })
+                .collect()
+        }
+        BackendKind::Brave => v
+            .pointer("/web/results")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|i| Hit {
+                url: s(i, "url"),
+                title: s(i, "title"),
+                snippet: s(i, "description"),
+                published: i.get("page_age").and_then(Value::as_str).and_then(parse_date),
+            })
+            .collect(),
+        BackendKind::Searxng => list("results")
+            .iter()
+            .map(|i| Hit {
+                url: s(i, "url"),
+                title: s(i, "title"),
+                snippet: s(i, "content"),
+                published: i.get("publishedDate").and_then(Value::as_str).and_then(parse_date),
+            })
+            .collect(),
+        BackendKind::Serper => list("organic")
+            .iter()
+            .map(|i| Hit {
+                url: s(i, "link"),
+                title: s(i, "title"),
+                snippet: s(i, "snippet"),
+                published: i.get("date").and_then(Value::as_str).and_then(parse_date),
+            })
+            .collect(),
+        BackendKind::Serpapi => {
+            let results = list("organic_results");
+            if results.is_empty() {
+                if let Some(err) = v.get("error").and_then(Value::as_str) {
+                    // "Google hasn't returned any results" is an empty answer; anything else fails.
+                    if !err.contains("hasn't returned any results") {
+                        return Err(err.to_string());
+                    }
+                }
+            }
+            results
+                .iter()
+                .map(|i| Hit {
+                    url: s(i, "link"),
+                    title: s(i, "title"),
+                    snippet: s(i, "snippet"),
+                    published: i.get("date").and_then(Value::as_str).and_then(parse_date),
+                })
+                .collect()
+        }
+        BackendKind::Tavily => list("results")
+            .iter()
+            .map(|i| Hit {
+                url: s(i, "url"),
+                title: s(i, "title"),
+                snippet: s(i, "content"),
+                published: i.get("published_date").and_then(Value::as_str).and_then(parse_date),
+            })
+            .collect(),
+    };
+    Ok(hits.into_iter().filter(|h| !h.url.is_empty()).collect())
+}
+
+/// The date formats the services use: RFC 3339, ISO without zone, RFC 2822, "Jan 15, 2025",
+/// "2025-01-15". Relative ages ("2 days ago") are not dates and give `None`.
+pub fn parse_date(s: &str) -> Option<DateTime<Utc>> {
+    let s = s.trim();
+    if let Ok(d) = DateTime::parse_from_rfc3339(s) {
+        return Some(d.with_timezone(&Utc));
+    }
+    if let Ok(d) = DateTime::parse_from_rfc2822(s) {
+        return Some(d.with_timezone(&Utc));
+    }
+    for f in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"] {
+        if let Ok(d) = NaiveDateTime::parse_from_str(s, f) {
+            return Some(d.and_utc());
+        }
+    }
+    let s = s.replace(" GMT", " +0000");
+    if let Ok(d) = DateTime::parse_from_str(&s, "%a, %d %b %Y %H:%M:%S %z") {
+        return Some(d.with_timezone(&Utc));
+    }
+    for f in ["%b %d, %Y", "%B %d, %Y", "%Y-%m-%d", "%d %b %Y"] {
+        if let Ok(d) = NaiveDate::parse_from_str(&s, f) {
+            return d.and_hms_opt(0, 0, 0).map(|d| d.and_utc());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each service's documented answer shape (field names real, values invented).
+    #[test]
+    fn each_backend_parses_its_format() {
+        let cases: Vec<(BackendKind, Value, Vec<(&str, Option<&str>)>)> = vec![
+            (
+                BackendKind::Google,
+                json!({"searchInformation":{"totalResults":"1230"},"items":[{"title":"Ex","link":"https://ex.org/a","displayLink":"ex.org","snippet":"s","pagemap":{"metatags":[{"article:published_time":"2025-01-05T10:00:00Z"}]}},{"title":"No date","link":"https://ex.org/b"}]}),
+                vec![("https://ex.org/a", Some("2025-01-05")), ("https://ex.org/b", None)],
+            ),
+            (
+                BackendKind::Google,
+                json!({"searchInformation":{"totalResults":"0"}}),
+                vec![],
+            ),
+            (
+                BackendKind::Brave,
+                json!({"type":"search","web":{"results":[{"title":"Ex","url":"https://ex.org/a","description":"d","age":"2 days ago","page_age":"2025-01-15T08:00:00"}]}}),
+                vec![("https://ex.org/a", Some("2025-01-15"))],
+            ),
+            (
+                BackendKind::Searxng,
+                json!({"query":"x","results":[{"url":"https://ex.org/a","title":"Ex","content":"c","engine":"brave","publishedDate":null},{"url":"https://ex.org/b","title":"B","content":"c","publishedDate":"2024-12-01T00:00:00"}]}),
+                vec![("https://ex.org/a", None), ("https://ex.org/b", Some("2024-12-01"))],
+            ),
+            (
+                BackendKind::Serper,
+                json!({"searchParameters":{"q":"x"},"organic":[{"title":"Ex","link":"https://ex.org/a","snippet":"s","date":"Jan 15, 2025","position":1},{"title":"R","link":"https://ex.org/r","date":"2 days ago"}]}),
+                vec![("https://ex.org/a", Some("2025-01-15")), ("https://ex.org/r", None)],
+            ),
+            (
+                BackendKind::Serpapi,
+                json!({"search_metadata":{"status":"Success"},"organic_results":[{"position":1,"title":"Ex","link":"https://ex.org/a","snippet":"s","date":"Mar 3, 2024"}]}),
+                vec![("https://ex.org/a", Some("2024-03-03"))],
+            ),
+            (
+                BackendKind::Serpapi,
+                json!({"search_metadata":{"status":"Success"},"error":"Google hasn't returned any results for this query."}),
+                vec![],
+            ),
+            (
+                BackendKind::Tavily,
+                json!({"query":"x","results":[{"title":"Ex","url":"https://ex.org/a","content":"c","score":0.8,"published_date":"Mon, 06 Jan 2025 10:00:00 GMT"}]}),
+                vec![("https://ex.org/a", Some("2025-01-06"))],
+            ),
+        ];
+        for (kind, v, want) in cases {
+            let hits = parse(kind, &v).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+            let got: Vec<(String, Option<String>)> = hits
+                .iter()
+                .map(|h| (h.url.clone(), h.published.map(|d| d.format("%Y-%m-%d").to_string())))
+                .collect();
+            let want: Vec<(String, Option<String>)> = want
+                .into_iter()
+                .map(|(u, d)| (u.to_string(), d.map(String::from)))
+                .collect();
+            assert_eq!(got, want, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn error_answers_are_errors() {
+        assert!(parse(
+            BackendKind::Google,
+            &json!({"error":{"code":429,"message":"Quota exceeded"}})
+        )
+        .is_err());
+        assert!(parse(
+            BackendKind::Serpapi,
+            &json!({"error":"Your account has run out of searches."})
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,214 @@
+//! Web search behind one interface: backends tried in the configured order with fallback
+//! (Google Programmable Search, Brave, SearXNG, Serper, SerpApi, Tavily — each with its real
+//! request and response format, in its own file), results cached in the store with a TTL, and
+//! an optional "published before" bound passed to the engines that support one.
+
+mod backends;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::retry::{self, Transient};
+use crate::secret::{self, Secret};
+use crate::store::Store;
+
+pub use backends::BackendKind;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Backends in order of preference; the next is tried when one fails.
+    pub backends: Vec<BackendConfig>,
+    /// Results asked of a backend per query.
+    pub results_per_query: usize,
+    /// How long a cached result list stays fresh, seconds.
+    pub cache_ttl_secs: u64,
+    /// Seconds for one search request.
+    pub timeout_secs: u64,
+    /// Retries of one search request on 429/5xx/network errors.
+    pub max_retries: usize,
+    /// Only pages published before this moment (RFC 3339; "" = no bound): the paper's
+    /// fair-comparison setting. `musebot check --before` overrides it.
+    pub before: String,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            backends: Vec::new(),
+            results_per_query: 10,
+            cache_ttl_secs: 86_400,
+            timeout_secs: 20,
+            max_retries: 2,
+            before: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendConfig {
+    pub kind: BackendKind,
+    /// API root; empty = the service's public endpoint (required for SearXNG).
+    #[serde(default)]
+    pub base_url: String,
+    /// Environment variable holding the API key.
+    #[serde(default)]
+    pub api_key_env: String,
+    /// File holding the API key (wins over `api_key_env`).
+    #[serde(default)]
+    pub api_key_file: String,
+    /// Google only: the Programmable Search Engine id (`cx`), restricted to credible publishers.
+    #[serde(default)]
+    pub cx: String,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub url: String,
+    pub title: String,
+    pub snippet: String,
+    /// The engine's date for the page, when it gives one.
+    pub published: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SearchError {
+    #[error("{backend}: HTTP {status}: {body}")]
+    Status {
+        backend: &'static str,
+        status: u16,
+        body: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("{backend}: unreachable: {reason}")]
+    Network { backend: &'static str, reason: String },
+    #[error("{backend}: unreadable answer: {reason}")]
+    Decode { backend: &'static str, reason: String },
+    #[error("no search backend configured — add one under [search] backends")]
+    NoBackend,
+    #[error("every search backend failed; last: {0}")]
+    AllFailed(Box<SearchError>),
+}
+
+impl Transient for SearchError {
+    fn is_transient(&self) -> bool {
+        match self {
+            SearchError::Status { status, .. } => *status == 429 || *status >= 500,
+            SearchError::Network { .. } => true,
+            _ => false,
+        }
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            SearchError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// A configured backend with its key.
+struct Backend {
+    config: BackendConfig,
+    key: Option<Secret>,
+}
+
+pub struct Searcher {
+    http: reqwest::Client,
+    backends: Vec<Backend>,
+    config: SearchConfig,
+    store: Option<Store>,
+}
+
+impl Searcher {
+    /// Resolves every backend's key; a missing key names its config key.
+    pub fn new(config: &SearchConfig, store: Option<Store>) -> Result<Searcher, secret::SecretError> {
+        let mut backends = Vec::new();
+        for (i, b) in config.backends.iter().enumerate() {
+            let key = secret::resolve(
+                &format!("search.backends[{i}].api_key"),
+                &b.api_key_env,
+                &b.api_key_file,
+                b.kind.needs_key(),
+            )?;
+            backends.push(Backend { config: b.clone(), key });
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(crate::USER_AGENT)
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .build()
+            .expect("static client config");
+        Ok(Searcher {
+            http,
+            backends,
+            config: config.clone(),
+            store,
+        })
+    }
+
+    /// Results for `query`, from the cache or the first backend that answers.
+    pub async fn search(&self, query: &str, before: Option<DateTime<Utc>>) -> Result<Vec<Hit>, SearchError> {
+        if self.backends.is_empty() {
+            return Err(SearchError::NoBackend);
+        }
+        let mut last = None;
+        for backend in &self.backends {
+            let kind = backend.config.kind;
+            let cache_key = format!(
+                "{}|{}|{}",
+                kind.as_str(),
+                before.map(|b| b.to_rfc3339()).unwrap_or_default(),
+                query
+            );
+            if let Some(hits) = self.cached(&cache_key) {
+                return Ok(hits);
+            }
+            let result = retry::with_retries(self.config.max_retries, "search", || {
+                backends::run(
+                    &self.http,
+                    &backend.config,
+                    backend.key.as_ref(),
+                    query,
+                    before,
+                    self.config.results_per_query,
+                )
+            })
+            .await;
+            match result {
+                Ok(mut hits) => {
+                    hits.retain(|h| {
+                        url::Url::parse(&h.url).is_ok_and(|u| u.scheme() == "http" || u.scheme() == "https")
+                    });
+                    hits.truncate(self.config.results_per_query);
+                    if let Some(b) = before {
+                        hits.retain(|h| h.published.is_none_or(|p| p < b));
+                    }
+                    self.cache(&cache_key, &hits);
+                    return Ok(hits);
+                }
+                Err(e) => {
+                    tracing::warn!(backend = kind.as_str(), error = %e, "search backend failed; trying the next");
+                    last = Some(e);
+                }
+            }
+        }
+        Err(SearchError::AllFailed(Box::new(last.expect("at least one backend"))))
+    }
+
+    fn cached(&self, key: &str) -> Option<Vec<Hit>> {
+        let store = self.store.as_ref()?;
+        let (at, hits): (DateTime<Utc>, Vec<Hit>) = store.cache_get("search", key)?;
+        (Utc::now() - at < chrono::Duration::seconds(self.config.cache_ttl_secs as i64)).then_some(hits)
+    }
+
+    fn cache(&self, key: &str, hits: &[Hit]) {
+        if let Some(store) = &self.store {
+            if let Err(e) = store.cache_put("search", key, &(Utc::now(), hits)) {
+                tracing::warn!(error = %e, "search cache write failed");
+            }
+        }
+    }
+}
