@@ -51,7 +51,7 @@ impl Decision {
 pub fn extract(html: &str, url: Option<&str>) -> Page {
     let options = rs_trafilatura::Options {
         url: url.map(str::to_string),
-        include_images: true,
+        include_images: false,
         ..Default::default()
     };
     let (text, meta) = match rs_trafilatura::extract_with_options(html, &options) {

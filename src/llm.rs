@@ -185,11 +185,7 @@ impl LlmClient {
         let resp = req.send().await.map_err(classify)?;
         let status = resp.status();
         if !status.is_success() {
-            let retry_after = resp
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| retry::parse_retry_after(v, chrono::Utc::now()));
+            let retry_after = retry::hinted_wait(status.as_u16(), resp.headers());
             let body = resp.text().await.unwrap_or_default();
             return Err(LlmError::Status {
                 status: status.as_u16(),

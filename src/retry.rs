@@ -41,6 +41,22 @@ where
         .await
 }
 
+/// The wait a response asks for: `Retry-After`, else `X-RateLimit-Reset` / `RateLimit-Reset`
+/// (only on 429, where a reset time means "not before then").
+pub fn hinted_wait(status: u16, headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let now = Utc::now();
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    get("retry-after").and_then(|v| parse_retry_after(v, now)).or_else(|| {
+        (status == 429)
+            .then(|| {
+                get("x-ratelimit-reset")
+                    .or_else(|| get("ratelimit-reset"))
+                    .and_then(|v| parse_reset(v, now))
+            })
+            .flatten()
+    })
+}
+
 /// Parses a `Retry-After` value: delay-seconds or an HTTP date.
 pub fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
     let v = value.trim();

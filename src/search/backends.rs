@@ -129,11 +129,7 @@ pub async fn run(
     })?;
     let status = resp.status();
     if !status.is_success() {
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| crate::retry::parse_retry_after(v, Utc::now()));
+        let retry_after = crate::retry::hinted_wait(status.as_u16(), resp.headers());
         let body: String = resp.text().await.unwrap_or_default().chars().take(300).collect();
         return Err(SearchError::Status {
             backend: name,
@@ -149,11 +145,43 @@ pub async fn run(
     parse(kind, &v).map_err(|reason| SearchError::Decode { backend: name, reason })
 }
 
+/// Where each service puts its results and their fields (JSON pointers).
+struct Fields {
+    list: &'static str,
+    url: &'static str,
+    title: &'static str,
+    snippet: &'static str,
+    date: &'static str,
+}
+
+fn fields(kind: BackendKind) -> Fields {
+    let f = |list, url, snippet, date| Fields {
+        list,
+        url,
+        title: "/title",
+        snippet,
+        date,
+    };
+    match kind {
+        BackendKind::Google => f(
+            "/items",
+            "/link",
+            "/snippet",
+            "/pagemap/metatags/0/article:published_time",
+        ),
+        BackendKind::Brave => f("/web/results", "/url", "/description", "/page_age"),
+        BackendKind::Searxng => f("/results", "/url", "/content", "/publishedDate"),
+        BackendKind::Serper => f("/organic", "/link", "/snippet", "/date"),
+        BackendKind::Serpapi => f("/organic_results", "/link", "/snippet", "/date"),
+        BackendKind::Tavily => f("/results", "/url", "/content", "/published_date"),
+    }
+}
+
 /// Parses a backend's JSON answer. An answer without results is an empty list, not an error.
 pub fn parse(kind: BackendKind, v: &Value) -> Result<Vec<Hit>, String> {
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let list = |k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
-    let hits: Vec<Hit> = match kind {
+    let f = fields(kind);
+    let items = v.pointer(f.list).and_then(Value::as_array).cloned().unwrap_or_default();
+    match kind {
         BackendKind::Google => {
             if let Some(err) = v.get("error") {
                 return Err(format!(
@@ -161,81 +189,28 @@ pub fn parse(kind: BackendKind, v: &Value) -> Result<Vec<Hit>, String> {
                     err.get("message").and_then(Value::as_str).unwrap_or("?")
                 ));
             }
-            list("items")
-                .iter()
-                .map(|i| Hit {
-                    url: s(i, "link"),
-                    title: s(i, "title"),
-                    snippet: s(i, "snippet"),
-                    published: i
-                        .pointer("/pagemap/metatags/0/article:published_time")
-                        .and_then(Value::as_str)
-                        .and_then(parse_date),
-                })
-                .collect()
         }
-        BackendKind::Brave => v
-            .pointer("/web/results")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|i| Hit {
-                url: s(i, "url"),
-                title: s(i, "title"),
-                snippet: s(i, "description"),
-                published: i.get("page_age").and_then(Value::as_str).and_then(parse_date),
-            })
-            .collect(),
-        BackendKind::Searxng => list("results")
-            .iter()
-            .map(|i| Hit {
-                url: s(i, "url"),
-                title: s(i, "title"),
-                snippet: s(i, "content"),
-                published: i.get("publishedDate").and_then(Value::as_str).and_then(parse_date),
-            })
-            .collect(),
-        BackendKind::Serper => list("organic")
-            .iter()
-            .map(|i| Hit {
-                url: s(i, "link"),
-                title: s(i, "title"),
-                snippet: s(i, "snippet"),
-                published: i.get("date").and_then(Value::as_str).and_then(parse_date),
-            })
-            .collect(),
-        BackendKind::Serpapi => {
-            let results = list("organic_results");
-            if results.is_empty() {
-                if let Some(err) = v.get("error").and_then(Value::as_str) {
-                    // "Google hasn't returned any results" is an empty answer; anything else fails.
-                    if !err.contains("hasn't returned any results") {
-                        return Err(err.to_string());
-                    }
+        // "Google hasn't returned any results" is an empty answer; any other error fails.
+        BackendKind::Serpapi if items.is_empty() => {
+            if let Some(err) = v.get("error").and_then(Value::as_str) {
+                if !err.contains("hasn't returned any results") {
+                    return Err(err.to_string());
                 }
             }
-            results
-                .iter()
-                .map(|i| Hit {
-                    url: s(i, "link"),
-                    title: s(i, "title"),
-                    snippet: s(i, "snippet"),
-                    published: i.get("date").and_then(Value::as_str).and_then(parse_date),
-                })
-                .collect()
         }
-        BackendKind::Tavily => list("results")
-            .iter()
-            .map(|i| Hit {
-                url: s(i, "url"),
-                title: s(i, "title"),
-                snippet: s(i, "content"),
-                published: i.get("published_date").and_then(Value::as_str).and_then(parse_date),
-            })
-            .collect(),
-    };
-    Ok(hits.into_iter().filter(|h| !h.url.is_empty()).collect())
+        _ => {}
+    }
+    let text = |item: &Value, ptr: &str| item.pointer(ptr).and_then(Value::as_str).unwrap_or("").to_string();
+    Ok(items
+        .iter()
+        .map(|i| Hit {
+            url: text(i, f.url),
+            title: text(i, f.title),
+            snippet: text(i, f.snippet),
+            published: i.pointer(f.date).and_then(Value::as_str).and_then(parse_date),
+        })
+        .filter(|h| !h.url.is_empty())
+        .collect())
 }
 
 /// The date formats the services use: RFC 3339, ISO without zone, RFC 2822, "Jan 15, 2025",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use serde::de::DeserializeOwned;
 
 use super::api::{Account, Instance, Notification, Status};
@@ -126,20 +126,7 @@ impl MastodonClient {
             })?;
             let status = resp.status();
             if !status.is_success() {
-                let retry_after = if status == StatusCode::TOO_MANY_REQUESTS {
-                    let h = resp.headers();
-                    let now = chrono::Utc::now();
-                    h.get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| retry::parse_retry_after(v, now))
-                        .or_else(|| {
-                            h.get("x-ratelimit-reset")
-                                .and_then(|v| v.to_str().ok())
-                                .and_then(|v| retry::parse_reset(v, now))
-                        })
-                } else {
-                    None
-                };
+                let retry_after = retry::hinted_wait(status.as_u16(), resp.headers());
                 let body: String = resp.text().await.unwrap_or_default().chars().take(300).collect();
                 return Err(MastodonError::Status {
                     status: status.as_u16(),

@@ -1,0 +1,343 @@
+//! Pipeline overhead and LLM input tokens, measured (`cargo bench --bench pipeline`, or
+//! `scripts/bench-pipeline.sh`). Real posts (../shared/data/muse/posts.csv) go through the Muse
+//! pipeline against a zero-latency scripted LLM, a local SearXNG-format search server and a
+//! local web server serving the 91 real news pages under their own host names. Printed:
+//! wall time per post (p50/p99, and per step), and the LLM input tokens per post next to what
+//! Muse's scheme (whole page, up to 20,000 characters, in each evidence prompt) would send
+//! for the same pages — both counted with the same tokenizer.
+//!
+//! Arguments: [POSTS] (default 30) [DATA_DIR] (default ../shared/data).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{Path as AxPath, Query};
+use axum::response::{Html, IntoResponse};
+use axum::routing::{get, post};
+use musebot::config::Visibility;
+use musebot::credibility::load::CredibilityConfig;
+use musebot::fetch::{FetchConfig, Fetcher};
+use musebot::job::Post;
+use musebot::llm::LlmClient;
+use musebot::pipeline::muse::{Muse, Retrieval};
+use musebot::prompts::Prompts;
+use musebot::relevance::{Embedder, RelevanceConfig};
+use musebot::search::{BackendConfig, BackendKind, SearchConfig, Searcher};
+use serde_json::{json, Value};
+
+fn block<'a>(text: &'a str, tag: &str) -> &'a str {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    match (text.find(&open), text.rfind(&close)) {
+        (Some(a), Some(b)) if a < b => &text[a + open.len()..b],
+        _ => "",
+    }
+}
+
+/// Zero-latency LLM playing each step; quotes the first passage it is shown.
+fn answer(body: &Value) -> String {
+    let system = body["messages"][0]["content"].as_str().unwrap_or("");
+    let user = body["messages"][1]["content"].as_str().unwrap_or("");
+    if system.contains("web search queries") {
+        let words: Vec<&str> = block(user, "post").split_whitespace().filter(|w| w.len() > 4).collect();
+        let q: Vec<String> = (0..3)
+            .map(|i| words.iter().skip(i * 3).take(4).cloned().collect::<Vec<_>>().join(" "))
+            .collect();
+        return json!({ "queries": q }).to_string();
+    }
+    if system.contains("Quote the article") {
+        let content = block(user, "page").split("content:\n").nth(1).unwrap_or("");
+        let first: String = content.split_whitespace().take(16).collect::<Vec<_>>().join(" ");
+        return json!({"refute": [first], "context": []}).to_string();
+    }
+    let urls: Vec<&str> = block(user, "evidence")
+        .split_whitespace()
+        .filter(|w| w.starts_with("http"))
+        .map(|w| w.trim_end_matches([',', ')']))
+        .take(2)
+        .collect();
+    format!("This post is misleading: the sources say otherwise. {}", urls.join(" "))
+}
+
+fn percentile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    // `cargo test --all-targets` runs bench binaries too, without `--bench`: stay quick there.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("pipeline benchmark: run it with `cargo bench --bench pipeline` (0 passed, 0 failed)");
+        return;
+    }
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let n_posts: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(30);
+    let data = PathBuf::from(
+        args.get(1)
+            .cloned()
+            .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into()),
+    );
+    if !data.exists() {
+        eprintln!("skipped: {} is absent", data.display());
+        return;
+    }
+    let cache =
+        std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| format!("{}/.cache/musebot", std::env::var("HOME").unwrap()));
+    let sandbox: BTreeMap<String, String> = std::fs::read_to_string(format!("{cache}/sandbox.env"))
+        .expect("run scripts/setup-sandbox.sh first")
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
+
+    // Posts: the unique texts of the Muse paper's 120 posts.
+    let mut posts: Vec<String> = Vec::new();
+    for rec in csv::Reader::from_path(data.join("muse/posts.csv")).unwrap().records() {
+        let text = rec.unwrap()[1].to_string();
+        if !posts.contains(&text) {
+            posts.push(text);
+        }
+    }
+    posts.truncate(n_posts);
+
+    // Pages: the 91 real news pages, served under their real host names.
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("extraction/ground-truth.json")).unwrap()).unwrap();
+    let mut site: BTreeMap<String, String> = BTreeMap::new();
+    let mut urls: Vec<String> = Vec::new();
+    let mut hosts: Vec<String> = Vec::new();
+    for (key, v) in truth.as_object().unwrap() {
+        let u = url::Url::parse(v["url"].as_str().unwrap()).unwrap();
+        let html = std::fs::read_to_string(data.join(format!("extraction/html/{key}.html"))).unwrap();
+        let path = format!("/{key}");
+        site.insert(path.clone(), html);
+        let host = u.host_str().unwrap().to_string();
+        urls.push(format!("http://{host}{path}"));
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    let site = Arc::new(site);
+    let web = axum::Router::new().route(
+        "/{*p}",
+        get(move |AxPath(p): AxPath<String>| {
+            let site = site.clone();
+            async move {
+                site.get(&format!("/{p}"))
+                    .map(|h| Html(h.clone()).into_response())
+                    .unwrap_or_else(|| "missing".into_response())
+            }
+        }),
+    );
+    let web_addr = serve(web).await;
+
+    // Search: ten pages per query, chosen by a hash of the query.
+    let search_urls = urls.clone();
+    let search = axum::Router::new().route(
+        "/search",
+        get(move |Query(q): Query<BTreeMap<String, String>>| {
+            let urls = search_urls.clone();
+            async move {
+                let h = q
+                    .get("q")
+                    .map(|s| s.bytes().fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64)))
+                    .unwrap_or(0) as usize;
+                let results: Vec<Value> = (0..10)
+                    .map(|i| json!({"url": urls[(h + i * 7) % urls.len()], "title": "t", "content": "c"}))
+                    .collect();
+                axum::Json(json!({ "results": results }))
+            }
+        }),
+    );
+    let search_addr = serve(search).await;
+
+    // The scripted LLM, recording every prompt.
+    let prompts_seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = prompts_seen.clone();
+    let llm_app = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                let text: String = body["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m["content"].as_str().unwrap_or(""))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                seen.lock().unwrap().push(text);
+                axum::Json(json!({"choices": [{"message": {"role": "assistant", "content": answer(&body)}}]}))
+            }
+        }),
+    );
+    let llm_addr = serve(llm_app).await;
+
+    let fetch = FetchConfig {
+        test_allow_addrs: vec![web_addr.to_string()],
+        test_resolve: hosts.iter().map(|h| format!("{h}={web_addr}")).collect(),
+        ..FetchConfig::default()
+    };
+    let relevance = RelevanceConfig {
+        onnxruntime: sandbox["MUSEBOT_ORT_DYLIB"].clone(),
+        model: sandbox["MUSEBOT_EMBED_MODEL"].clone(),
+        tokenizer: sandbox["MUSEBOT_EMBED_TOKENIZER"].clone(),
+        threshold: 0.0,
+        ..RelevanceConfig::default()
+    };
+    let search_cfg = SearchConfig {
+        backends: vec![BackendConfig {
+            kind: BackendKind::Searxng,
+            base_url: format!("http://{search_addr}"),
+            api_key_env: String::new(),
+            api_key_file: String::new(),
+            cx: String::new(),
+        }],
+        ..SearchConfig::default()
+    };
+    let llm_cfg = musebot::config::LlmConfig {
+        base_url: format!("http://{llm_addr}/v1"),
+        ..Default::default()
+    };
+    let prompts = Arc::new(Prompts::load(std::path::Path::new("")).unwrap());
+    let muse = Muse {
+        llm: LlmClient::new(&llm_cfg, None).unwrap(),
+        prompts: prompts.clone(),
+        searcher: Arc::new(Searcher::new(&search_cfg, None).unwrap()),
+        fetcher: Fetcher::new(&fetch).unwrap(),
+        // The served publishers are mostly unrated: admit them, so every page is read.
+        credibility: Arc::new(
+            musebot::credibility::load::build(&CredibilityConfig {
+                include_unknown: true,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        embedder: Arc::new(Embedder::load(&relevance).unwrap()),
+        relevance,
+        before: None,
+    };
+    let tokenizer = tokenizers::Tokenizer::from_file(&sandbox["MUSEBOT_EMBED_TOKENIZER"]).unwrap();
+    let mut tokenizer = tokenizer;
+    tokenizer.with_truncation(None).unwrap();
+    tokenizer.with_padding(None);
+    let count = |t: &str| tokenizer.encode(t, false).map(|e| e.get_ids().len()).unwrap_or(0) as f64;
+    let page_text: BTreeMap<String, String> = urls
+        .iter()
+        .map(|u| {
+            let key = u.rsplit('/').next().unwrap();
+            let html = std::fs::read_to_string(data.join(format!("extraction/html/{key}.html"))).unwrap();
+            (u.clone(), musebot::extract::extract(&html, Some(u)).text)
+        })
+        .collect();
+    let evidence_system = prompts.render("evidence.system.j2", minijinja::context! {}).unwrap();
+
+    // Warm-up (model load, connection pools).
+    let warm = post_of(&posts[0]);
+    let _ = muse.draft(&warm, &mut Retrieval::default(), &mut |_| {}).await.unwrap();
+    prompts_seen.lock().unwrap().clear();
+
+    let mut total_ms = Vec::new();
+    let mut steps: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let (mut ours, mut muse_scheme) = (Vec::new(), Vec::new());
+    let (mut pages_read, mut pages_evidence) = (0usize, 0usize);
+    for text in &posts {
+        let post = post_of(text);
+        let mut r = Retrieval::default();
+        let t = Instant::now();
+        muse.draft(&post, &mut r, &mut |_| {}).await.unwrap();
+        total_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        for s in &r.steps {
+            steps.entry(s.step.clone()).or_default().push(s.millis as f64);
+        }
+        pages_read += r.pages.as_ref().map_or(0, Vec::len);
+        let seen: Vec<String> = prompts_seen.lock().unwrap().drain(..).collect();
+        let our_tokens: f64 = seen.iter().map(|p| count(p)).sum();
+        // Muse's scheme: the same prompts, but each evidence prompt carries the whole page.
+        let mut whole = seen
+            .iter()
+            .filter(|p| !p.contains("Quote the article"))
+            .map(|p| count(p))
+            .sum::<f64>();
+        for e in r.evidence.iter().flatten().map(|e| &e.url).chain(
+            r.dropped
+                .iter()
+                .filter(|d| d.reason.as_str() == "no evidence")
+                .map(|d| &d.url),
+        ) {
+            let full: String = page_text
+                .get(e)
+                .map(|t| t.chars().take(20_000).collect())
+                .unwrap_or_default();
+            let mut ctx = serde_json::Map::new();
+            ctx.insert("author".into(), json!(post.author_display_name));
+            ctx.insert("created_at".into(), json!(post.created_at.to_rfc3339()));
+            ctx.insert("text".into(), json!(post.text));
+            ctx.insert("published".into(), json!("unknown"));
+            ctx.insert("passages".into(), json!([full]));
+            whole += count(&format!(
+                "{evidence_system}\n{}",
+                prompts.render("evidence.user.j2", &ctx).unwrap()
+            ));
+            pages_evidence += 1;
+        }
+        ours.push(our_tokens);
+        muse_scheme.push(whole);
+    }
+
+    let n = posts.len();
+    println!("Muse pipeline, {n} real posts, zero-latency scripted LLM, local search + 91 real pages");
+    println!(
+        "  pages read per post: {:.1}   pages sent to evidence per post: {:.1}",
+        pages_read as f64 / n as f64,
+        pages_evidence as f64 / n as f64
+    );
+    println!();
+    println!("  {:<22} {:>10} {:>10}", "wall time (ms)", "p50", "p99");
+    println!(
+        "  {:<22} {:>10.1} {:>10.1}",
+        "whole pipeline",
+        percentile(&mut total_ms.clone(), 0.5),
+        percentile(&mut total_ms, 0.99)
+    );
+    for (name, mut v) in steps {
+        println!(
+            "  {:<22} {:>10.1} {:>10.1}",
+            format!("  step {name}"),
+            percentile(&mut v.clone(), 0.5),
+            percentile(&mut v, 0.99)
+        );
+    }
+    let (o, m): (f64, f64) = (
+        ours.iter().sum::<f64>() / n as f64,
+        muse_scheme.iter().sum::<f64>() / n as f64,
+    );
+    println!();
+    println!("  LLM input tokens per post (WordPiece, same tokenizer for both)");
+    println!("  {:<34} {:>10.0}", "musebot (top passages)", o);
+    println!("  {:<34} {:>10.0}", "Muse scheme (whole page ≤ 20k chars)", m);
+    println!("  {:<34} {:>9.1}%", "ratio", 100.0 * o / m);
+}
+
+fn post_of(text: &str) -> Post {
+    Post {
+        id: "bench".into(),
+        url: None,
+        author: "someone".into(),
+        author_display_name: "Someone".into(),
+        author_is_bot: false,
+        author_nobot: false,
+        text: text.to_string(),
+        created_at: chrono::Utc::now(),
+        visibility: Visibility::Public,
+        language: None,
+    }
+}
+
+async fn serve(app: axum::Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
