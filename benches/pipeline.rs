@@ -241,6 +241,7 @@ async fn main() {
     let mut total_ms = Vec::new();
     let mut steps: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let (mut ours, mut muse_scheme) = (Vec::new(), Vec::new());
+    let (mut ours_evidence, mut muse_evidence) = (0.0f64, 0.0f64);
     let (mut pages_read, mut pages_evidence) = (0usize, 0usize);
     for text in &posts {
         let post = post_of(text);
@@ -254,6 +255,11 @@ async fn main() {
         pages_read += r.pages.as_ref().map_or(0, Vec::len);
         let seen: Vec<String> = prompts_seen.lock().unwrap().drain(..).collect();
         let our_tokens: f64 = seen.iter().map(|p| count(p)).sum();
+        ours_evidence += seen
+            .iter()
+            .filter(|p| p.contains("Quote the article"))
+            .map(|p| count(p))
+            .sum::<f64>();
         // Muse's scheme: the same prompts, but each evidence prompt carries the whole page.
         let mut whole = seen
             .iter()
@@ -276,10 +282,12 @@ async fn main() {
             ctx.insert("text".into(), json!(post.text));
             ctx.insert("published".into(), json!("unknown"));
             ctx.insert("passages".into(), json!([full]));
-            whole += count(&format!(
+            let page_prompt = count(&format!(
                 "{evidence_system}\n{}",
                 prompts.render("evidence.user.j2", &ctx).unwrap()
             ));
+            whole += page_prompt;
+            muse_evidence += page_prompt;
             pages_evidence += 1;
         }
         ours.push(our_tokens);
@@ -318,6 +326,11 @@ async fn main() {
     println!("  {:<34} {:>10.0}", "musebot (top passages)", o);
     println!("  {:<34} {:>10.0}", "Muse scheme (whole page ≤ 20k chars)", m);
     println!("  {:<34} {:>9.1}%", "ratio", 100.0 * o / m);
+    println!(
+        "  {:<34} {:>9.1}%",
+        "ratio, evidence prompts only",
+        100.0 * ours_evidence / muse_evidence
+    );
 }
 
 fn post_of(text: &str) -> Post {

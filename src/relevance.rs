@@ -143,9 +143,15 @@ impl Embedder {
 
     /// Unit-length embeddings of `texts` (CPU-bound: call from a blocking thread).
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, RelevanceError> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(16) {
-            out.extend(self.embed_batch(chunk)?);
+        // Batches of similar length waste little on padding.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(16) {
+            let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
+            for (&i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
+                out[i] = v;
+            }
         }
         Ok(out)
     }

@@ -103,12 +103,17 @@ fn scripted_muse(body: &Value) -> String {
     "none".into()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
-    let Some(data) = shared() else {
-        eprintln!("skipped: ../shared/data is absent");
-        return;
-    };
+/// A local web: real news pages and an injection page served under publishers' names, a
+/// SearXNG-format search server returning them (plus hostile links), and the config that
+/// points the daemon at them.
+struct LocalWeb {
+    extra: String,
+    served: HashSet<String>,
+    post_text: String,
+}
+
+async fn local_web(data: &PathBuf) -> LocalWeb {
+    let data = data.clone();
     let sandbox = Sandbox::load();
     // nytimes/wsj/cbsnews are credible (medium tier); foxnews and livescience are not.
     let pages = real_pages(
@@ -184,8 +189,6 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
     let search_addr = search_listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(search_listener, search).await.unwrap() });
 
-    let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
-    let mock = MockMastodon::start().await;
     let resolve: Vec<String> = [
         "www.nytimes.com",
         "www.wsj.com",
@@ -217,6 +220,26 @@ test_resolve = [{}]
         sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
         resolve.join(", ")
     );
+    LocalWeb {
+        extra,
+        served,
+        post_text,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
+    let Some(data) = shared() else {
+        eprintln!("skipped: ../shared/data is absent");
+        return;
+    };
+    let LocalWeb {
+        extra,
+        served,
+        post_text,
+    } = local_web(&data).await;
+    let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
+    let mock = MockMastodon::start().await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
@@ -317,4 +340,54 @@ test_resolve = [{}]
         steps,
         ["resolve", "queries", "search", "pages", "evidence", "reply", "compose"]
     );
+}
+
+/// A real local LLM (SmolLM2-135M via xllamacpp) drives every step — queries, evidence, reply —
+/// to a posted reply. Its quality is not asserted; the composer's rules are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_local_llm_runs_the_whole_pipeline_to_a_posted_reply() {
+    let Some(data) = shared() else {
+        eprintln!("skipped: ../shared/data is absent");
+        return;
+    };
+    let LocalWeb {
+        extra,
+        served,
+        post_text,
+    } = local_web(&data).await;
+    let (_llm, base) = tokio::task::spawn_blocking(LlmServer::start).await.unwrap();
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &base, port, &extra)
+        .replace("timeout_secs = 60\n", "timeout_secs = 180\nmax_tokens = 160\n");
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    let target = mock.post(ALICE_TOKEN, &post_text, None).await;
+    mock.post(
+        BOB_TOKEN,
+        "@musebot is this right?",
+        Some(target["id"].as_str().unwrap()),
+    )
+    .await;
+    let posted = daemon
+        .wait_for_replies(&mock, Duration::from_secs(420), |s| !s.is_empty())
+        .await;
+    let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
+    assert_eq!(posted[0]["in_reply_to_id"], target["id"]);
+    assert!(reply.starts_with("@bob "), "{reply}");
+    for w in reply.split_whitespace().filter(|w| w.contains("://")) {
+        let u = w.trim_end_matches([',', '.', ')', ';']);
+        assert!(served.contains(u), "{u} was not retrieved evidence: {reply}");
+    }
+    let log = daemon.log_text();
+    assert!(log.contains("queries generated"), "{log}");
+    eprintln!(
+        "outcome: {}",
+        log.lines()
+            .filter(|l| l.contains("reply posted"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    eprintln!("reply: {reply}");
 }

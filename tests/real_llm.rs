@@ -4,51 +4,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
 
-struct LlmServer(std::process::Child);
-
-impl Drop for LlmServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_llm() -> (LlmServer, String) {
-    let sandbox = Sandbox::load();
-    let port = free_port();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/llm_server.py");
-    let mut child = Command::new(sandbox.get("MUSEBOT_PYTHON"))
-        .arg(script)
-        .args([
-            "--model",
-            &sandbox.get("MUSEBOT_GGUF"),
-            "--port",
-            &port.to_string(),
-            "--threads",
-            "1",
-            "--ctx",
-            "2048",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start llm_server.py");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let ready = lines.by_ref().map_while(Result::ok).any(|l| l.starts_with("ready"));
-    assert!(ready, "llm_server.py never printed ready");
-    (LlmServer(child), format!("http://127.0.0.1:{port}/v1"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_local_llm_writes_the_posted_reply() {
-    let (_llm, base) = tokio::task::spawn_blocking(start_llm).await.unwrap();
+    let (_llm, base) = tokio::task::spawn_blocking(LlmServer::start).await.unwrap();
     let mock = MockMastodon::start().await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();

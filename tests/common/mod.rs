@@ -530,3 +530,46 @@ impl Drop for Daemon {
 pub fn text_of(status: &Value) -> String {
     musebot::platform::mastodon::text::html_to_text(status["content"].as_str().unwrap_or(""))
 }
+
+/// A real LLM: `scripts/llm_server.py` (xllamacpp) serving the sandbox's SmolLM2 GGUF.
+pub struct LlmServer(Child);
+
+impl LlmServer {
+    /// Starts the server and waits for its "ready" line; returns it and its `/v1` base URL.
+    pub fn start() -> (LlmServer, String) {
+        use std::io::{BufRead, BufReader};
+        let sandbox = Sandbox::load();
+        let port = free_port();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/llm_server.py");
+        let mut child = Command::new(sandbox.get("MUSEBOT_PYTHON"))
+            .arg(script)
+            .args([
+                "--model",
+                &sandbox.get("MUSEBOT_GGUF"),
+                "--port",
+                &port.to_string(),
+                "--threads",
+                "1",
+                "--ctx",
+                "4096",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start llm_server.py");
+        let stdout = child.stdout.take().unwrap();
+        let ready = BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("ready"));
+        assert!(ready, "llm_server.py never printed ready");
+        (LlmServer(child), format!("http://127.0.0.1:{port}/v1"))
+    }
+}
+
+impl Drop for LlmServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
