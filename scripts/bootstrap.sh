@@ -24,6 +24,11 @@ if ! command -v cargo >/dev/null 2>&1; then
         :
     else
         echo "bootstrap: installing Rust with rustup" >&2
-        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component rustfmt
     fi
+fi
+# shellcheck disable=SC1091
+[[ -f "$HOME/.cargo/env" ]] && source "$HOME/.cargo/env"
+if ! cargo fmt --version >/dev/null 2>&1 && command -v rustup >/dev/null 2>&1; then
+    rustup component add rustfmt >/dev/null 2>&1 || true
 fi
