@@ -288,17 +288,27 @@ async fn check_prints_the_reply_and_a_trace_and_posts_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_account_is_flagged_as_a_bot_at_start() {
+async fn the_account_is_flagged_as_a_bot_at_start_and_logs_can_be_json() {
     let mock = MockMastodon::start_unflagged().await;
     assert_eq!(
         mock.get(BOT_TOKEN, "/api/v1/accounts/verify_credentials").await["bot"],
         false
     );
-    let (mock, _llm, daemon, _dir) = setup_on(mock, "This post is false.", "").await;
+    let (mock, _llm, daemon, _dir) = setup_on(mock, "This post is false.", "[log]\nformat = \"json\"\n").await;
     assert_eq!(
         mock.get(BOT_TOKEN, "/api/v1/accounts/verify_credentials").await["bot"],
         true,
         "{}",
         daemon.log_text()
     );
+    let log = daemon.log_text();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(
+        lines.iter().any(|v| v["message"] == "account flagged as a bot"),
+        "{log}"
+    );
+    assert!(!log.contains(BOT_TOKEN));
 }
