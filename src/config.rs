@@ -465,6 +465,13 @@ impl Config {
                 "write e.g. 2024-01-31T00:00:00Z or \"\"",
             );
         }
+        if self.relevance.threads == 0 || self.relevance.threads > 64 {
+            bad(
+                "relevance.threads",
+                format!("is {}", self.relevance.threads),
+                "use a number from 1 to 64 (at most your CPU count)",
+            );
+        }
         if !(0.0..=1.0).contains(&self.relevance.threshold) {
             bad(
                 "relevance.threshold",

@@ -29,6 +29,8 @@ pub struct RelevanceConfig {
     pub passage_words: usize,
     /// Passages of a page sent to the evidence stage.
     pub max_passages: usize,
+    /// CPU threads one embedding batch may use (ONNX Runtime intra-op threads).
+    pub threads: usize,
 }
 
 impl Default for RelevanceConfig {
@@ -40,6 +42,7 @@ impl Default for RelevanceConfig {
             threshold: 0.29,
             passage_words: 120,
             max_passages: 4,
+            threads: 2,
         }
     }
 }
@@ -73,10 +76,10 @@ fn environment(dylib: &Path) -> ort::Result<ort::environment::Environment> {
     Ok(built)
 }
 
-fn session(env: &ort::environment::Environment, model: &Path) -> ort::Result<Session> {
+fn session(env: &ort::environment::Environment, model: &Path, threads: usize) -> ort::Result<Session> {
     Session::builder(env)?
         .with_optimization_level(GraphOptimizationLevel::Level3)?
-        .with_intra_threads(1)?
+        .with_intra_threads(threads.max(1))?
         .with_inter_threads(1)?
         .commit_from_file(model)
 }
@@ -115,7 +118,7 @@ impl Embedder {
             problem: format!("cannot load `{}`: {e}", config.onnxruntime),
             fix: "use ONNX Runtime 1.22 or newer",
         })?;
-        let session = session(&env, Path::new(&config.model)).map_err(|e| RelevanceError::Config {
+        let session = session(&env, Path::new(&config.model), config.threads).map_err(|e| RelevanceError::Config {
             key: "model",
             problem: format!("cannot load `{}`: {e}", config.model),
             fix: "use an ONNX sentence-embedding model",
