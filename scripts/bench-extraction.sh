@@ -10,11 +10,8 @@ PAGES="${1:-../shared/data/extraction/html}"
 TRUTH="${2:-../shared/data/extraction/ground-truth.json}"
 [[ -d "$PAGES" && -f "$TRUTH" ]] || { echo "pages ($PAGES) or ground truth ($TRUTH) missing" >&2; exit 2; }
 
-scripts/bootstrap.sh
-# shellcheck disable=SC1091
-[[ -f "$HOME/.cargo/env" ]] && source "$HOME/.cargo/env"
-export MUSEBOT_CACHE="${MUSEBOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/musebot}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$MUSEBOT_CACHE/target}"
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
 
 VENV="$MUSEBOT_CACHE/bench-venv"
 PINS="trafilatura==2.0.0 lxml<6 lxml_html_clean"

@@ -5,11 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/bootstrap.sh
-# shellcheck disable=SC1091
-[[ -f "$HOME/.cargo/env" ]] && source "$HOME/.cargo/env"
-export MUSEBOT_CACHE="${MUSEBOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/musebot}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$MUSEBOT_CACHE/target}"
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
 scripts/setup-sandbox.sh >/dev/null
 
 if cargo fmt --version >/dev/null 2>&1; then
