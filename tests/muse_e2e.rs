@@ -227,6 +227,48 @@ test_resolve = [{}]
     }
 }
 
+/// The mock, the daemon and the conversation of one test run.
+struct Asked {
+    mock: MockMastodon,
+    daemon: Daemon,
+    dir: tempfile::TempDir,
+    target: Value,
+    posted: Vec<Value>,
+}
+
+/// Starts mastodon-mock and the daemon (muse pipeline, `extra` config, `tweak` applied),
+/// posts `claim` as alice and bob's mention under it, and waits for the bot's reply.
+async fn ask(extra: &str, claim: &str, llm_base: &str, tweak: impl Fn(String) -> String, wait: Duration) -> Asked {
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = tweak(daemon_config(
+        &dir.path().join("state"),
+        &mock.base,
+        llm_base,
+        port,
+        extra,
+    ));
+    assert!(cfg.contains("pipeline = \"muse\""));
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    let target = mock.post(ALICE_TOKEN, claim, None).await;
+    mock.post(
+        BOB_TOKEN,
+        "@musebot is this right?",
+        Some(target["id"].as_str().unwrap()),
+    )
+    .await;
+    let posted = daemon.wait_for_replies(&mock, wait, |s| !s.is_empty()).await;
+    Asked {
+        mock,
+        daemon,
+        dir,
+        target,
+        posted,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
     let Some(data) = shared() else {
@@ -239,24 +281,13 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
         post_text,
     } = local_web(&data).await;
     let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
-    let mock = MockMastodon::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
-    assert!(cfg.contains("pipeline = \"muse\""));
-    let mut daemon = Daemon::start(dir.path(), &cfg, port);
-    daemon.wait_connected().await;
-
-    let target = mock.post(ALICE_TOKEN, &post_text, None).await;
-    mock.post(
-        BOB_TOKEN,
-        "@musebot is this right?",
-        Some(target["id"].as_str().unwrap()),
-    )
-    .await;
-    let posted = daemon
-        .wait_for_replies(&mock, Duration::from_secs(120), |s| !s.is_empty())
-        .await;
+    let Asked {
+        mock,
+        daemon,
+        dir,
+        target,
+        posted,
+    } = ask(&extra, &post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let posted = mock
         .bot_statuses()
@@ -356,23 +387,15 @@ async fn a_real_local_llm_runs_the_whole_pipeline_to_a_posted_reply() {
         post_text,
     } = local_web(&data).await;
     let (_llm, base) = tokio::task::spawn_blocking(LlmServer::start).await.unwrap();
-    let mock = MockMastodon::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &base, port, &extra)
-        .replace("timeout_secs = 60\n", "timeout_secs = 180\nmax_tokens = 160\n");
-    let mut daemon = Daemon::start(dir.path(), &cfg, port);
-    daemon.wait_connected().await;
-    let target = mock.post(ALICE_TOKEN, &post_text, None).await;
-    mock.post(
-        BOB_TOKEN,
-        "@musebot is this right?",
-        Some(target["id"].as_str().unwrap()),
-    )
-    .await;
-    let posted = daemon
-        .wait_for_replies(&mock, Duration::from_secs(420), |s| !s.is_empty())
-        .await;
+    let tweak = |c: String| c.replace("timeout_secs = 60\n", "timeout_secs = 180\nmax_tokens = 160\n");
+    // Bind every field: an unbound one would be dropped here (the temp dir with the log, the mock).
+    let Asked {
+        mock: _mock,
+        daemon,
+        dir: _dir,
+        target,
+        posted,
+    } = ask(&extra, &post_text, &base, tweak, Duration::from_secs(420)).await;
     let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
     assert_eq!(posted[0]["in_reply_to_id"], target["id"]);
     assert!(reply.starts_with("@bob "), "{reply}");
