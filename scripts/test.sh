@@ -14,4 +14,13 @@ if cargo fmt --version >/dev/null 2>&1; then
 else
     echo "test.sh: rustfmt is not installed; skipping the format check" >&2
 fi
-cargo test --locked --all-targets "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --locked --all-targets "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole suite (cargo prints one per test binary).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
