@@ -120,10 +120,7 @@ pub fn main() -> ExitCode {
                 Some(Ok(c)) => c.fetch,
                 Some(Err(e)) => return config_failure(&e),
             };
-            crate::telemetry::init(&crate::config::LogConfig {
-                filter: "warn".into(),
-                ..Default::default()
-            });
+            quiet_logs(&crate::config::LogConfig::default());
             let args = crate::inspect::ExtractArgs {
                 target,
                 json,
@@ -148,9 +145,7 @@ pub fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return config_failure(&e),
             };
-            let mut log = config.log.clone();
-            log.filter = "warn".into();
-            crate::telemetry::init(&log);
+            quiet_logs(&config.log);
             runtime(async move {
                 let report = crate::check::check(&config, &target, before).await?;
                 if json {
@@ -162,6 +157,14 @@ pub fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// One-shot commands log only warnings, so their output stays readable.
+fn quiet_logs(log: &crate::config::LogConfig) {
+    crate::telemetry::init(&crate::config::LogConfig {
+        filter: "warn".into(),
+        ..log.clone()
+    });
 }
 
 fn config_failure(e: &ConfigError) -> ExitCode {

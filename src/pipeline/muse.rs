@@ -131,8 +131,6 @@ pub struct Retrieval {
     pub evidence: Option<Vec<Evidence>>,
     pub dropped: Vec<Dropped>,
     pub unverified_quotes: usize,
-    pub usage_prompt: u64,
-    pub usage_completion: u64,
 }
 
 pub struct Muse {
@@ -541,8 +539,6 @@ impl Muse {
 impl Retrieval {
     /// Records a finished step's time (since `t`, which is reset) and tokens.
     fn step(&mut self, name: &str, t: &mut Instant, u: Usage) {
-        self.usage_prompt += u.prompt_tokens;
-        self.usage_completion += u.completion_tokens;
         self.steps.push(StepTrace {
             step: name.into(),
             millis: t.elapsed().as_millis() as u64,
@@ -552,11 +548,12 @@ impl Retrieval {
         *t = Instant::now();
     }
 
+    /// Tokens of every finished step (derived from the step traces).
     fn usage(&self) -> Usage {
-        Usage {
-            prompt_tokens: self.usage_prompt,
-            completion_tokens: self.usage_completion,
-        }
+        self.steps.iter().fold(Usage::default(), |u, s| Usage {
+            prompt_tokens: u.prompt_tokens + s.prompt_tokens,
+            completion_tokens: u.completion_tokens + s.completion_tokens,
+        })
     }
 }
 
