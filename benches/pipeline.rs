@@ -201,7 +201,7 @@ async fn main() {
         ..Default::default()
     };
     let prompts = Arc::new(Prompts::load(std::path::Path::new("")).unwrap());
-    let muse = Muse {
+    let mut muse = Muse {
         llm: LlmClient::new(&llm_cfg, None).unwrap(),
         prompts: prompts.clone(),
         searcher: Arc::new(Searcher::new(&search_cfg, None).unwrap()),
@@ -252,7 +252,7 @@ async fn main() {
         for s in &r.steps {
             steps.entry(s.step.clone()).or_default().push(s.millis as f64);
         }
-        pages_read += r.pages.as_ref().map_or(0, Vec::len);
+        pages_read += r.pages.as_ref().map_or(0, Vec::len) + read_and_dropped(&r);
         let seen: Vec<String> = prompts_seen.lock().unwrap().drain(..).collect();
         let our_tokens: f64 = seen.iter().map(|p| count(p)).sum();
         ours_evidence += seen
@@ -294,6 +294,19 @@ async fn main() {
         muse_scheme.push(whole);
     }
 
+    // Worst case for reading: no page is relevant, so every candidate is fetched, extracted and
+    // scored, and the evidence step has nothing to read.
+    muse.relevance.threshold = 1.01;
+    let (mut worst_ms, mut worst_read) = (Vec::new(), 0usize);
+    for text in &posts {
+        let mut r = Retrieval::default();
+        let t = Instant::now();
+        muse.draft(&post_of(text), &mut r, &mut |_| {}).await.unwrap();
+        worst_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        worst_read += read_and_dropped(&r);
+    }
+    prompts_seen.lock().unwrap().clear();
+
     let n = posts.len();
     println!("Muse pipeline, {n} real posts, zero-latency scripted LLM, local search + 91 real pages");
     println!(
@@ -317,6 +330,13 @@ async fn main() {
             percentile(&mut v, 0.99)
         );
     }
+    println!(
+        "  {:<22} {:>10.1} {:>10.1}   ({:.1} pages read per post)",
+        "no page relevant",
+        percentile(&mut worst_ms.clone(), 0.5),
+        percentile(&mut worst_ms, 0.99),
+        worst_read as f64 / n as f64
+    );
     let (o, m): (f64, f64) = (
         ours.iter().sum::<f64>() / n as f64,
         muse_scheme.iter().sum::<f64>() / n as f64,
@@ -331,6 +351,14 @@ async fn main() {
         "ratio, evidence prompts only",
         100.0 * ours_evidence / muse_evidence
     );
+}
+
+/// Pages fetched and extracted but not kept.
+fn read_and_dropped(r: &Retrieval) -> usize {
+    r.dropped
+        .iter()
+        .filter(|d| matches!(d.reason.as_str(), "low relevance" | "too short" | "too new"))
+        .count()
 }
 
 fn post_of(text: &str) -> Post {

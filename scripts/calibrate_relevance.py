@@ -5,15 +5,17 @@ What the filter does (and this script re-implements exactly, so the numbers carr
   * clean(text): URLs removed (http(s)://..., www...., bare host/path like twitter.com/x/...),
     whitespace collapsed. Applied to posts/claims and to the reply/justification texts (musebot
     strips URLs from the post, strip_urls in src/pipeline/muse.rs); page passages are used as is.
-  * embed(text): tokenizer.json (BERT WordPiece, lower-cased) with truncation to 256 tokens
-    (NOTE: the tokenizer.json ships truncation max_length=128; override it to 256, the model's
-    sentence_bert_config max_seq_length) and padding to the longest in the batch; the int8 ONNX
-    model's last_hidden_state is mean-pooled over attention_mask, then L2-normalised.
+  * embed(text): tokenizer.json (BERT WordPiece, lower-cased) with truncation to --max-len (128,
+    relevance::MAX_TOKENS) tokens and padding to the longest in the batch; the int8 ONNX model's
+    last_hidden_state is mean-pooled over attention_mask, then L2-normalised.
   * passages(page): as relevance::passages in src/relevance.rs: paragraphs = non-empty lines of
-    the extracted main text, grouped greedily while a group stays <= --max-words (120) words; a
+    the extracted main text, grouped greedily while a group stays <= --max-words (60) words; a
     longer paragraph is cut into full --max-words windows, its remainder starts the next group.
-  * score(post, page) = max over the page's passages of cos(post, passage).
+  * prefilter: as relevance::lexical_top, BM25 of the post's terms over the page's passages; only
+    the top --prefilter (4) passages are embedded (0: all of them).
+  * score(post, page) = max over the embedded passages of cos(post, passage).
   * a page scoring < threshold is dropped as "low relevance".
+  * evidence: the --evidence-passages (2) best embedded passages go to the evidence LLM.
 
 Calibration sets (all real, public data under ../shared/data; see its README):
   positives (text about the same claim as the query):
@@ -37,6 +39,11 @@ of the unrelated pages N-page; recall on each positive set is reported at it.
 Max-over-passages inflation is quantified by comparing, on N-page, the max-passage score with
 the mean passage score, a single random passage, and the whole article embedded as one text
 (truncated to 256 tokens).
+
+Needles measure what the prefilter and the passage budget cost: a related text (Muse's reply to
+the post; an AVeriTeC claim's justification) is inserted as passages at a random place in a
+random unrelated article, and the script reports how often the prefilter keeps it, the page
+passes, and it reaches the evidence passages.
 
 Usage (1 thread; takes ~1-2 min on one core):
   OMP_NUM_THREADS=1 python3 scripts/calibrate_relevance.py \
@@ -87,6 +94,41 @@ def passages(text, max_words):
     if cur:
         out.append(" ".join(cur))
     return out
+
+
+# Lexical prefilter (mirror of relevance::lexical_top in src/relevance.rs): BM25 (k1 1.2, b 0.75)
+# of the post's terms over one page's passages; the top K go on to the embedding model.
+K1, B = 1.2, 0.75
+STOP = set("""the and for that with this from are was were have has had not but its they them their
+there what which who whom will would can could should into about over than then just also been being
+you your our out all any more most some such only other when where while how why these those said says
+after before very""".split())
+
+
+def terms(text):
+    return [w for w in (m.lower() for m in re.findall(r"[^\W_]+", text)) if len(w) >= 3 and w not in STOP]
+
+
+def lexical_top(query, passage_terms, k):
+    """Indices (in page order) of the k passages with the best BM25 score; ties keep page order."""
+    n = len(passage_terms)
+    if n <= k:
+        return list(range(n))
+    q = set(terms(query))
+    avg = max(sum(len(d) for d in passage_terms) / n, 1e-9)
+    df = {t: sum(1 for d in passage_terms if t in d) for t in q}
+    scores = []
+    for d in passage_terms:
+        tf = {}
+        for t in d:
+            if t in q:
+                tf[t] = tf.get(t, 0) + 1
+        s = 0.0
+        for t, f in tf.items():
+            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            s += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * len(d) / avg))
+        scores.append(s)
+    return sorted(sorted(range(n), key=lambda i: (-scores[i], i))[:k])
 
 
 class Embedder:
@@ -147,11 +189,13 @@ def main():
     ap.add_argument("--model", required=True, help="all-MiniLM-L6-v2 int8 model.onnx")
     ap.add_argument("--tokenizer", required=True, help="all-MiniLM-L6-v2 tokenizer.json")
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
-    ap.add_argument("--max-words", type=int, default=120)
-    ap.add_argument("--max-len", type=int, default=256)
+    ap.add_argument("--max-words", type=int, default=60)
+    ap.add_argument("--max-len", type=int, default=128)
     ap.add_argument("--target-removal", type=float, default=0.95)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--compare", type=float, default=0.45, help="another threshold to report (RelevanceConfig default)")
+    ap.add_argument("--prefilter", type=int, default=4, help="passages per page kept by the lexical prefilter (0: all)")
+    ap.add_argument("--evidence-passages", type=int, default=2, help="passages per page sent to evidence")
     a = ap.parse_args()
     data = Path(a.data)
     if not data.is_dir():
@@ -170,6 +214,7 @@ def main():
     gt = json.load(open(data / "extraction/ground-truth.json"))
     keys = sorted(gt)
     pages = [passages(gt[k]["articleBody"], a.max_words) for k in keys]
+    page_terms = [[terms(p) for p in ps] for ps in pages]
     flat = [p for ps in pages for p in ps]
     owner = np.array([i for i, ps in enumerate(pages) for _ in ps])
 
@@ -187,16 +232,23 @@ def main():
     E_whole = emb([clean(gt[k]["articleBody"]) for k in keys])
     assert abs(float((emb(["same text"]) @ emb(["same text"]).T)[0, 0]) - 1) < 1e-5
 
-    def page_scores(Q):
-        S = Q @ E_pass.T  # query x passage
+    def page_scores(Q, texts=None):
+        S = S_all = Q @ E_pass.T  # query x passage
+        if texts is not None and a.prefilter > 0:  # lexical prefilter: only the top K count
+            base = np.concatenate([[0], np.cumsum([len(ps) for ps in pages])])
+            keep = np.zeros_like(S, dtype=bool)
+            for i, t in enumerate(texts):
+                for j in range(len(pages)):
+                    keep[i, base[j] + np.array(lexical_top(t, page_terms[j], a.prefilter), dtype=int)] = True
+            S = np.where(keep, S, -1.0)
         mx = np.full((len(Q), len(pages)), -1.0, dtype=np.float32)
         mean = np.zeros((len(Q), len(pages)), dtype=np.float32)
         one = np.zeros((len(Q), len(pages)), dtype=np.float32)
         for j in range(len(pages)):
             cols = np.where(owner == j)[0]
             mx[:, j] = S[:, cols].max(1)
-            mean[:, j] = S[:, cols].mean(1)
-            one[:, j] = S[np.arange(len(Q)), rng.choice(cols, len(Q))]
+            mean[:, j] = S_all[:, cols].mean(1)
+            one[:, j] = S_all[np.arange(len(Q)), rng.choice(cols, len(Q))]
         return mx, mean, one
 
     n = len(posts)
@@ -208,8 +260,10 @@ def main():
     }
     d = derangement(len(claims), rng)
     dp = derangement(n, rng)
-    mx, mean, one = page_scores(E_post)
-    cmx, _, _ = page_scores(E_claim)
+    post_texts = [clean(p) for p in posts]
+    claim_texts = [clean(c["claim"]) for c in claims]
+    mx, mean, one = page_scores(E_post, post_texts)
+    cmx, _, _ = page_scores(E_claim, claim_texts)
     whole = E_post @ E_whole.T
     neg = {
         "N-just (other claim)": np.sum(E_claim * E_just[d], 1),
@@ -236,7 +290,7 @@ def main():
     print(row("  max passage", mx.ravel()))
     print(row("  mean passage", mean.ravel()))
     print(row("  one rand passage", one.ravel()))
-    print(row("  whole art. (256 tok)", whole.ravel()))
+    print(row(f"  whole art. ({a.max_len} tok)", whole.ravel()))
     print(f"  max - mean: median {np.median(mx - mean):.3f}, p95 {np.percentile(mx - mean, 95):.3f}; "
           f"p95 max {np.percentile(mx, 95):.3f} vs p95 one passage {np.percentile(one, 95):.3f}")
     npass = np.array([len(p) for p in pages])
@@ -257,6 +311,42 @@ def main():
         rec = ", ".join(f"{k.split()[0]} {100 * np.mean(v >= tq):.1f}%" for k, v in pos.items())
         print(f"  removal {100 * np.mean(mx < tq):5.1f}% (N-page) / {100 * np.mean(cmx < tq):5.1f}% (N-cpage) "
               f"at t={tq:.2f}: recall {rec}")
+    # Needles: a related text (Muse's reply to the post; a claim's justification) inserted as
+    # passages at a random place in a random unrelated article. Does the page pass the threshold,
+    # does the prefilter keep the needle, and does it reach the passages sent to evidence?
+    def needles(queries, Eq, needle_texts):
+        npass = [passages(x, a.max_words) for x in needle_texts]
+        E_need = emb([p for ps in npass for p in ps])
+        base = np.concatenate([[0], np.cumsum([len(ps) for ps in pages])])
+        off, n, pre, passed, ev = 0, 0, 0, 0, 0
+        for qi, (q, ps) in enumerate(zip(queries, npass)):
+            if not ps:
+                continue
+            j = int(rng.integers(0, len(pages)))
+            at = int(rng.integers(0, len(pages[j]) + 1))
+            cols = np.arange(base[j], base[j + 1])
+            texts = pages[j][:at] + ps + pages[j][at:]
+            vecs = np.concatenate([E_pass[cols[:at]], E_need[off:off + len(ps)], E_pass[cols[at:]]])
+            off += len(ps)
+            needle = set(range(at, at + len(ps)))
+            sel = lexical_top(q, [terms(x) for x in texts], a.prefilter) if a.prefilter > 0 else list(range(len(texts)))
+            sc = vecs[sel] @ Eq[qi]
+            top = [sel[i] for i in np.argsort(-sc)[:a.evidence_passages]]
+            n += 1
+            pre += bool(needle & set(sel))
+            passed += bool(sc.max() >= t)
+            ev += bool(needle & set(top))
+        return n, pre / n, passed / n, ev / n
+
+    print(f"\nneedles (related text inserted into an unrelated article; prefilter {a.prefilter or 'off'}, "
+          f"{a.evidence_passages} evidence passages, t={t:.2f}):")
+    for name, q, Eq, texts in (
+        ("post + Muse reply", post_texts, E_post, [rep[p].get("muse", "") for p in posts]),
+        ("claim + justification", claim_texts, E_claim, [clean(c["justification"] or "") for c in claims]),
+    ):
+        n_, pre, passed, ev = needles(q, Eq, texts)
+        print(f"  {name:<22} n={n_:4d}  needle kept by prefilter {100 * pre:5.1f}%  page passes {100 * passed:5.1f}%  "
+              f"needle in evidence passages {100 * ev:5.1f}%")
     print(f"RECOMMENDED relevance threshold: {t:.2f}")
 
 

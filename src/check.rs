@@ -81,7 +81,7 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
         trace.push(step("draft", started, usage.prompt_tokens, usage.completion_tokens));
     }
     let started = Instant::now();
-    let parts = compose::compose(&draft, "", &[post.author.clone()], limits, &config.reply);
+    let parts = compose::compose(&draft, "", std::slice::from_ref(&post.author), limits, &config.reply);
     trace.push(step("compose", started, 0, 0));
     let cost_estimate = usage.prompt_tokens as f64 * config.llm.prompt_price_per_million / 1e6
         + usage.completion_tokens as f64 * config.llm.completion_price_per_million / 1e6;

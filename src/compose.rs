@@ -11,8 +11,23 @@ use unicode_segmentation::UnicodeSegmentation;
 pub struct TextLimits {
     /// Maximum length of one post.
     pub max_chars: usize,
-    /// Every URL counts as this many characters (Mastodon: 23), whatever its length.
+    /// Every URL counts as this many characters (Mastodon: 23), whatever its length;
+    /// [`URL_AS_WRITTEN`]: a URL counts its own characters.
     pub chars_per_url: usize,
+}
+
+/// `chars_per_url` for servers that count a URL as written (seen on servers that reject a post
+/// the instance's advertised rules allow; the worker then re-splits with this).
+pub const URL_AS_WRITTEN: usize = usize::MAX;
+
+impl TextLimits {
+    /// The same limit, every URL counted as written.
+    pub fn urls_as_written(self) -> TextLimits {
+        TextLimits {
+            chars_per_url: URL_AS_WRITTEN,
+            ..self
+        }
+    }
 }
 
 /// Length of `text` as Mastodon counts it: grapheme clusters, each URL as `chars_per_url`,
@@ -32,8 +47,12 @@ fn token_len(token: &str, limits: TextLimits) -> usize {
     }
     if let Some(start) = url_start(token) {
         let (url, rest) = split_url_tail(&token[start..]);
-        let _ = url;
-        return token[..start].graphemes(true).count() + limits.chars_per_url + rest.graphemes(true).count();
+        let url_len = if limits.chars_per_url == URL_AS_WRITTEN {
+            url.graphemes(true).count()
+        } else {
+            limits.chars_per_url
+        };
+        return token[..start].graphemes(true).count() + url_len + rest.graphemes(true).count();
     }
     if let Some(rest) = token.strip_prefix('@') {
         if let Some((user, _domain)) = rest.split_once('@') {
@@ -296,6 +315,26 @@ mod tests {
         assert_eq!(parts.len(), 3);
         assert!(parts[2].ends_with("… (3/3)"), "{}", parts[2]);
         assert!(parts.iter().all(|p| weighted_len(p, limits) <= 50));
+    }
+
+    #[test]
+    fn urls_as_written_split_where_23_would_not() {
+        let url = format!("https://news.example/{}", "a".repeat(60));
+        let body = format!("{} {url} {}", "word ".repeat(5).trim(), "end ".repeat(5).trim());
+        let limits = TextLimits {
+            max_chars: 100,
+            chars_per_url: 23,
+        };
+        assert_eq!(split_thread("", &body, limits, true, 5).len(), 1);
+        let literal = split_thread("", &body, limits.urls_as_written(), true, 5);
+        assert!(literal.len() > 1, "{literal:?}");
+        for p in &literal {
+            assert!(p.chars().count() <= 100, "{} chars: {p}", p.chars().count());
+        }
+        assert!(
+            literal.iter().any(|p| p.contains(&url)),
+            "URLs are never cut: {literal:?}"
+        );
     }
 
     #[test]

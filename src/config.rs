@@ -472,6 +472,28 @@ impl Config {
                 "use a number from 1 to 64 (at most your CPU count)",
             );
         }
+        let r = &self.relevance;
+        if r.passage_words < 10 {
+            bad(
+                "relevance.passage_words",
+                format!("is {}", r.passage_words),
+                "use at least 10 (60 is calibrated)",
+            );
+        }
+        if r.max_passages == 0 || (r.prefilter != 0 && r.prefilter < r.max_passages) {
+            bad(
+                "relevance.max_passages",
+                format!("is {} with prefilter {}", r.max_passages, r.prefilter),
+                "use at least 1, and no more than relevance.prefilter (or prefilter = 0, no prefilter)",
+            );
+        }
+        if r.max_pages == 0 {
+            bad(
+                "relevance.max_pages",
+                "is 0".into(),
+                "use at least 1 (6 is the default)",
+            );
+        }
         if !(0.0..=1.0).contains(&self.relevance.threshold) {
             bad(
                 "relevance.threshold",

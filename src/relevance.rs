@@ -1,7 +1,9 @@
 //! Relevance: sentence embeddings with ONNX Runtime (`ort`, loaded dynamically from the path
 //! the operator configures) and a HuggingFace tokenizer (`tokenizers`), mean pooling over the
-//! attention mask and L2 normalisation, so a dot product is a cosine. A page is scored by its
-//! best passage; the best passages are also what the evidence stage sends to the LLM.
+//! attention mask and L2 normalisation, so a dot product is a cosine. A page is cut into short
+//! passages; a lexical prefilter (BM25 of the post's terms, [`lexical_top`]) picks the few worth
+//! embedding, so the model runs on a handful of passages per page instead of all of them. A page
+//! is scored by its best embedded passage; the best ones are what the evidence stage reads.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -11,7 +13,13 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
 use serde::{Deserialize, Serialize};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
+
+/// Tokens per text the model sees (all-MiniLM-L6-v2 was trained on 128-token inputs; a
+/// 60-word passage is ~80 tokens, so only unusual text is cut).
+pub const MAX_TOKENS: usize = 128;
+/// Texts per model run.
+const BATCH: usize = 16;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -27,8 +35,12 @@ pub struct RelevanceConfig {
     pub threshold: f32,
     /// Words per passage.
     pub passage_words: usize,
+    /// Passages of a page the lexical prefilter hands to the embedding model (0: all of them).
+    pub prefilter: usize,
     /// Passages of a page sent to the evidence stage.
     pub max_passages: usize,
+    /// Pages are read, tier first, until this many pass the threshold; the rest are not fetched.
+    pub max_pages: usize,
     /// CPU threads one embedding batch may use (ONNX Runtime intra-op threads).
     pub threads: usize,
 }
@@ -39,9 +51,11 @@ impl Default for RelevanceConfig {
             onnxruntime: String::new(),
             model: String::new(),
             tokenizer: String::new(),
-            threshold: 0.29,
-            passage_words: 120,
-            max_passages: 4,
+            threshold: 0.28,
+            passage_words: 60,
+            prefilter: 4,
+            max_passages: 2,
+            max_pages: 6,
             threads: 2,
         }
     }
@@ -130,14 +144,12 @@ impl Embedder {
         })?;
         tokenizer
             .with_truncation(Some(TruncationParams {
-                max_length: 256,
+                max_length: MAX_TOKENS,
                 ..Default::default()
             }))
             .map_err(|e| RelevanceError::Run(e.to_string()))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..Default::default()
-        }));
+        // Padding is done per batch in `embed_batch`.
+        tokenizer.with_padding(None);
         Ok(Embedder {
             session: Mutex::new(session),
             tokenizer,
@@ -146,26 +158,37 @@ impl Embedder {
 
     /// Unit-length embeddings of `texts` (CPU-bound: call from a blocking thread).
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, RelevanceError> {
-        // Batches of similar length waste little on padding.
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.iter().map(String::as_str).collect::<Vec<_>>(), true)
+            .map_err(|e| RelevanceError::Run(e.to_string()))?;
+        // Every text of a batch is padded to its longest, and one long text would make a whole
+        // batch pay for it: batches hold texts of similar length (the longest at most 5/4 of
+        // the shortest, or 8 tokens more).
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
+        order.sort_by_key(|&i| encodings[i].len());
         let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(16) {
-            let batch: Vec<String> = chunk.iter().map(|&i| texts[i].clone()).collect();
-            for (&i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
+        let mut start = 0;
+        while start < order.len() {
+            let shortest = encodings[order[start]].len();
+            let limit = (shortest * 5 / 4).max(shortest + 8);
+            let mut end = start + 1;
+            while end < order.len() && end - start < BATCH && encodings[order[end]].len() <= limit {
+                end += 1;
+            }
+            let batch: Vec<&Encoding> = order[start..end].iter().map(|&i| &encodings[i]).collect();
+            for (&i, v) in order[start..end].iter().zip(self.embed_batch(&batch)?) {
                 out[i] = v;
             }
+            start = end;
         }
         Ok(out)
     }
 
-    fn embed_batch(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, RelevanceError> {
+    fn embed_batch(&self, encodings: &[&Encoding]) -> Result<Vec<Vec<f32>>, RelevanceError> {
         let run = |e: String| RelevanceError::Run(e);
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.iter().map(String::as_str).collect::<Vec<_>>(), true)
-            .map_err(|e| run(e.to_string()))?;
-        let (b, n) = (encodings.len(), encodings.first().map_or(0, |e| e.get_ids().len()));
+        let (b, n) = (encodings.len(), encodings.iter().map(|e| e.len()).max().unwrap_or(0));
+        // Zero padding: id 0 is [PAD], and a zero mask keeps it out of attention and pooling.
         let mut ids = Array2::<i64>::zeros((b, n));
         let mut mask = Array2::<i64>::zeros((b, n));
         let mut types = Array2::<i64>::zeros((b, n));
@@ -224,6 +247,63 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// BM25 saturation and length normalisation (the usual Lucene values).
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
+
+/// Function words that would otherwise make every passage match.
+const STOPWORDS: &[&str] = &[
+    "the", "and", "for", "that", "with", "this", "from", "are", "was", "were", "have", "has", "had", "not", "but",
+    "its", "they", "them", "their", "there", "what", "which", "who", "whom", "will", "would", "can", "could", "should",
+    "into", "about", "over", "than", "then", "just", "also", "been", "being", "you", "your", "our", "out", "all",
+    "any", "more", "most", "some", "such", "only", "other", "when", "where", "while", "how", "why", "these", "those",
+    "said", "says", "after", "before", "very",
+];
+
+/// Lower-cased words of three letters or more, stopwords left out.
+pub fn terms(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// Indices, in page order, of the `k` passages whose BM25 score for `query`'s terms is highest
+/// (document frequencies from the page's own passages; ties keep page order, so a page that
+/// shares no word with the query yields its first passages, usually the lead). All of them when
+/// `k` is 0 or the page has no more than `k`. `scripts/calibrate_relevance.py` mirrors this.
+pub fn lexical_top(query: &str, passages: &[String], k: usize) -> Vec<usize> {
+    let n = passages.len();
+    if k == 0 || n <= k {
+        return (0..n).collect();
+    }
+    let query: std::collections::HashSet<String> = terms(query).into_iter().collect();
+    let docs: Vec<Vec<String>> = passages.iter().map(|p| terms(p)).collect();
+    let avg = (docs.iter().map(Vec::len).sum::<usize>() as f32 / n as f32).max(1e-9);
+    let df = |t: &String| docs.iter().filter(|d| d.contains(t)).count() as f32;
+    let idf: std::collections::HashMap<&String, f32> = query
+        .iter()
+        .map(|t| (t, (1.0 + (n as f32 - df(t) + 0.5) / (df(t) + 0.5)).ln()))
+        .collect();
+    let scores: Vec<f32> = docs
+        .iter()
+        .map(|d| {
+            let mut tf: std::collections::HashMap<&String, f32> = std::collections::HashMap::new();
+            for t in d.iter().filter(|t| query.contains(*t)) {
+                *tf.entry(t).or_default() += 1.0;
+            }
+            let norm = BM25_K1 * (1.0 - BM25_B + BM25_B * d.len() as f32 / avg);
+            tf.iter().map(|(t, f)| idf[t] * f * (BM25_K1 + 1.0) / (f + norm)).sum()
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    order.truncate(k);
+    order.sort_unstable();
+    order
+}
+
 /// Splits a page's text into passages of consecutive paragraphs, at most `max_words` words
 /// each (a longer paragraph is cut at word boundaries).
 pub fn passages(text: &str, max_words: usize) -> Vec<String> {
@@ -257,6 +337,30 @@ pub fn passages(text: &str, max_words: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lexical_top_prefers_passages_sharing_the_posts_rare_words() {
+        let passages: Vec<String> = [
+            "The weather was mild across the region on Tuesday.",
+            "Officials said the vaccine trial enrolled 40,000 volunteers.",
+            "Local sports results and the weekend weather outlook.",
+            "The trial found the vaccine 95 percent effective; the vaccine was approved.",
+            "Advertising and subscription offers.",
+        ]
+        .map(String::from)
+        .to_vec();
+        let post = "The vaccine trial was faked, nobody was enrolled!";
+        assert_eq!(lexical_top(post, &passages, 2), vec![1, 3]);
+        // No shared word: the page's first passages (its lead).
+        assert_eq!(lexical_top("zebra quagga", &passages, 2), vec![0, 1]);
+        // k 0 or k ≥ passages: everything, in order.
+        assert_eq!(lexical_top(post, &passages, 0), vec![0, 1, 2, 3, 4]);
+        assert_eq!(lexical_top(post, &passages, 9), vec![0, 1, 2, 3, 4]);
+        assert_eq!(
+            terms("The Vaccine's U.S. trial, 2024"),
+            vec!["vaccine", "trial", "2024"]
+        );
+    }
 
     #[test]
     fn passages_group_paragraphs_within_the_word_budget() {

@@ -158,7 +158,7 @@ impl Worker {
             Ok(t) => t,
             Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
             Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
-            Err(PlatformError::Fatal(e)) => return Err(StageError::Fatal(e)),
+            Err(PlatformError::Fatal(e) | PlatformError::TooLong(e)) => return Err(StageError::Fatal(e)),
         };
         if self.platform.is_self(&target.author) {
             return Ok(StageOutcome::Skip(SkipReason::TargetIsOwnPost));
@@ -218,26 +218,60 @@ impl Worker {
     }
 
     fn compose(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        let parts = self.thread(job, self.platform.limits());
         let target = job.target.as_ref().expect("compose runs after resolve");
-        let draft = job.draft.as_ref().expect("compose runs after draft");
-        let requester = job.mention.requester.clone();
-        let lead = format!("{} ", self.platform.handle(&requester));
-        let allowed = vec![requester, target.author.clone()];
-        let parts = compose::compose(draft, &lead, &allowed, self.platform.limits(), &self.reply);
         // Never wider than the post asked about or the mention itself.
         let visibility = self.reply.visibility.max(target.visibility).max(job.mention.visibility);
         job.plan = Some(Plan {
             reply_to: target.id.clone(),
             visibility,
             parts,
+            urls_as_written: false,
         });
         Ok(StageOutcome::Next(Usage::default()))
     }
 
+    /// The draft as thread parts under `limits`: rules enforced, the requester's handle first.
+    fn thread(&self, job: &Job, limits: compose::TextLimits) -> Vec<String> {
+        let target = job.target.as_ref().expect("compose runs after resolve");
+        let draft = job.draft.as_ref().expect("compose runs after draft");
+        let requester = job.mention.requester.clone();
+        let lead = format!("{} ", self.platform.handle(&requester));
+        let allowed = vec![requester, target.author.clone()];
+        compose::compose(draft, &lead, &allowed, limits, &self.reply)
+    }
+
+    /// The server refused part `i` as too long: split again counting URLs as written (once).
+    /// Before anything is posted the whole thread is re-split; later, only the refused part.
+    fn resplit(&self, job: &mut Job, i: usize, error: String) -> Result<(), StageError> {
+        let plan = job.plan.as_mut().expect("post runs after compose");
+        if plan.urls_as_written {
+            return Err(StageError::Fatal(error));
+        }
+        tracing::warn!(
+            error,
+            part = i,
+            "the server counts length differently; re-splitting with URLs as written"
+        );
+        let limits = self.platform.limits().urls_as_written();
+        plan.urls_as_written = true;
+        if i == 0 {
+            let parts = self.thread(job, limits);
+            job.plan.as_mut().expect("plan").parts = parts;
+        } else {
+            let pieces = compose::split_thread("", &plan.parts[i], limits, false, self.reply.max_parts);
+            plan.parts.splice(i..=i, pieces);
+        }
+        self.store.save(job)?;
+        Ok(())
+    }
+
     async fn post(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
-        let plan = job.plan.clone().expect("post runs after compose");
         let mut first_url = None;
-        for (i, part) in plan.parts.iter().enumerate().skip(job.posted.len()) {
+        loop {
+            let plan = job.plan.clone().expect("post runs after compose");
+            let i = job.posted.len();
+            let Some(part) = plan.parts.get(i) else { break };
             let reply_to = if i == 0 {
                 plan.reply_to.clone()
             } else {
@@ -256,9 +290,11 @@ impl Worker {
                 }
                 Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
                 Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
+                Err(PlatformError::TooLong(e)) => self.resplit(job, i, e)?,
                 Err(PlatformError::Fatal(e)) => return Err(StageError::Fatal(e)),
             }
         }
+        let plan = job.plan.clone().expect("post runs after compose");
         if job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply) {
             let record = ReplyRecord {
                 job_id: job.id.clone(),

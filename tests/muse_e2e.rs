@@ -7,7 +7,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::extract::{Path as AxPath, Query};
@@ -22,7 +22,7 @@ fn shared() -> Option<PathBuf> {
 }
 
 /// Real pages by publisher: (host, path, html, articleBody).
-fn real_pages(data: &PathBuf, hosts: &[&str]) -> Vec<(String, String, String, String)> {
+fn real_pages(data: &Path, hosts: &[&str]) -> Vec<(String, String, String, String)> {
     let truth: Value =
         serde_json::from_str(&std::fs::read_to_string(data.join("extraction/ground-truth.json")).unwrap()).unwrap();
     let mut out = Vec::new();
@@ -44,7 +44,7 @@ fn real_pages(data: &PathBuf, hosts: &[&str]) -> Vec<(String, String, String, St
 }
 
 /// Attack strings that carry a URL or a mention, from BIPIA's text attacks.
-fn attacks(data: &PathBuf) -> Vec<String> {
+fn attacks(data: &Path) -> Vec<String> {
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(data.join("injection/text_attack_test.json")).unwrap()).unwrap();
     let mut out: Vec<String> = v
@@ -112,7 +112,7 @@ struct LocalWeb {
     post_text: String,
 }
 
-async fn local_web(data: &PathBuf) -> LocalWeb {
+async fn local_web(data: &Path) -> LocalWeb {
     let data = data.clone();
     let sandbox = Sandbox::load();
     // nytimes/wsj/cbsnews are credible (medium tier); foxnews and livescience are not.
@@ -413,4 +413,56 @@ async fn a_real_local_llm_runs_the_whole_pipeline_to_a_posted_reply() {
             .join("\n")
     );
     eprintln!("reply: {reply}");
+}
+
+/// A reply that fits 500 characters the way the instance advertises (every URL 23), but not
+/// as mastodon-mock counts (URLs as written): the server refuses it, and the bot re-splits the
+/// thread counting URLs as written instead of losing the reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_refused_as_too_long_is_split_again_not_lost() {
+    let Some(data) = shared() else {
+        eprintln!("skipped: ../shared/data is absent");
+        return;
+    };
+    let LocalWeb { extra, post_text, .. } = local_web(&data).await;
+    let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        if !system.contains("using only the facts given") {
+            return scripted_muse(body);
+        }
+        let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        let urls: Vec<&str> = block(user, "evidence")
+            .split_whitespace()
+            .filter(|w| w.starts_with("http"))
+            .take(2)
+            .collect();
+        // 470 characters as Mastodon counts them after "@bob ": every URL 23.
+        let mut text = format!("This post is misleading. {}", urls.join(" "));
+        let url_savings: usize = urls.iter().map(|u| u.chars().count().saturating_sub(23)).sum();
+        let counted = |t: &str| t.chars().count() - url_savings;
+        while counted(&text) + "@bob ".len() + " filler".len() <= 470 {
+            text.push_str(" filler");
+        }
+        text
+    }))
+    .await;
+    // Keep `dir` alive: it holds the daemon's log.
+    let Asked {
+        daemon,
+        posted,
+        dir: _dir,
+        ..
+    } = ask(&extra, &post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let log = daemon.log_text();
+    assert!(log.contains("re-splitting with URLs as written"), "{log}");
+    assert!(!log.contains("job failed"), "{log}");
+    assert!(posted.len() >= 2, "the thread was split: {posted:?}");
+    let texts: Vec<String> = posted.iter().map(text_of).collect();
+    for t in &texts {
+        assert!(t.chars().count() <= 500, "{} characters: {t}", t.chars().count());
+    }
+    let all = texts.join(" ");
+    assert!(all.starts_with("@bob This post is misleading."), "{all}");
+    assert!(all.contains("http://www."), "the evidence URLs survive whole: {all}");
 }

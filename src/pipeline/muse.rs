@@ -46,9 +46,13 @@ pub enum DropReason {
     Unreachable(String),
     TooShort,
     TooNew,
+    /// The extractor failed on the page (it panicked); the page is skipped.
+    Unreadable(String),
     LowRelevance,
     NoEvidence,
     NotReached,
+    /// Enough relevant pages were read before this one's turn; it was not fetched.
+    NotRead,
 }
 
 impl DropReason {
@@ -63,7 +67,9 @@ impl DropReason {
             DropReason::TooNew => "too new",
             DropReason::LowRelevance => "low relevance",
             DropReason::NoEvidence => "no evidence",
+            DropReason::Unreadable(_) => "unreadable",
             DropReason::NotReached => "not needed (enough refuting pages)",
+            DropReason::NotRead => "not read (enough relevant pages)",
         }
     }
 }
@@ -288,23 +294,68 @@ impl Muse {
         out
     }
 
-    /// Fetches, extracts and scores candidates; keeps relevant pages, tier then relevance order.
+    /// Reads candidates tier first (search order within a tier) in waves, until
+    /// `relevance.max_pages` pages pass the relevance threshold; the rest are not fetched.
+    /// Extraction and embedding run on blocking threads. Kept pages: tier, then relevance.
     async fn read_pages(
         &self,
         post: &Post,
-        candidates: Vec<Candidate>,
+        mut candidates: Vec<Candidate>,
         before: Option<DateTime<Utc>>,
         dropped: &mut Vec<Dropped>,
     ) -> Result<Vec<KeptPage>, PipelineError> {
-        let fetched: Vec<(Candidate, Result<extract::Page, DropReason>)> = stream::iter(candidates)
+        candidates.sort_by_key(|c| c.tier);
+        let post_text = strip_urls(&post.text);
+        let post_vec = self
+            .embed(vec![post_text.clone()])
+            .await?
+            .pop()
+            .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
+        let max_pages = self.relevance.max_pages.max(1);
+        let mut kept = Vec::new();
+        let mut rest = candidates.into_iter();
+        loop {
+            let wave: Vec<Candidate> = rest
+                .by_ref()
+                .take((max_pages.saturating_sub(kept.len())).max(FETCH_PARALLEL))
+                .collect();
+            if wave.is_empty() {
+                break;
+            }
+            let readable = self.fetch_wave(wave, before, dropped).await;
+            kept.extend(self.score_wave(&post_text, &post_vec, readable, dropped).await?);
+            if kept.len() >= max_pages {
+                dropped.extend(rest.by_ref().map(|c| Dropped {
+                    url: c.url,
+                    reason: DropReason::NotRead,
+                }));
+                break;
+            }
+        }
+        kept.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.relevance.total_cmp(&a.relevance)));
+        Ok(kept)
+    }
+
+    /// Fetches and extracts one wave of candidates, [`FETCH_PARALLEL`] at a time.
+    async fn fetch_wave(
+        &self,
+        wave: Vec<Candidate>,
+        before: Option<DateTime<Utc>>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Vec<(Candidate, extract::Page)> {
+        let fetched: Vec<(Candidate, Result<extract::Page, DropReason>)> = stream::iter(wave)
             .map(|c| async move {
                 let page = match self.fetcher.fetch(&c.url).await {
                     Ok(f) => {
-                        let page = extract::extract(&f.html, Some(f.url.as_str()));
-                        match extract::decide(&page, before) {
-                            Decision::Keep => Ok(page),
-                            Decision::TooShort { .. } => Err(DropReason::TooShort),
-                            Decision::TooNew { .. } => Err(DropReason::TooNew),
+                        let url = f.url.to_string();
+                        match tokio::task::spawn_blocking(move || extract::extract(&f.html, Some(&url))).await {
+                            Ok(page) => match extract::decide(&page, before) {
+                                Decision::Keep => Ok(page),
+                                Decision::TooShort { .. } => Err(DropReason::TooShort),
+                                Decision::TooNew { .. } => Err(DropReason::TooNew),
+                            },
+                            // A panic inside the extractor costs this page only.
+                            Err(e) => Err(DropReason::Unreadable(e.to_string())),
                         }
                     }
                     Err(e) if e.reason() == "blocked" => Err(DropReason::Blocked(e.to_string())),
@@ -322,38 +373,41 @@ impl Muse {
                 Err(reason) => dropped.push(Dropped { url: c.url, reason }),
             }
         }
-        if readable.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Embed the post and every passage in one blocking batch.
-        let post_text = strip_urls(&post.text);
-        let words = self.relevance.passage_words;
+        readable
+    }
+
+    /// Scores pages by their best passage among those the lexical prefilter picks; keeps those
+    /// at or above the threshold with their most relevant passages, in page order.
+    async fn score_wave(
+        &self,
+        post_text: &str,
+        post_vec: &[f32],
+        readable: Vec<(Candidate, extract::Page)>,
+        dropped: &mut Vec<Dropped>,
+    ) -> Result<Vec<KeptPage>, PipelineError> {
+        let cfg = &self.relevance;
         let per_page: Vec<Vec<String>> = readable
             .iter()
-            .map(|(_, p)| relevance::passages(&p.text, words))
+            .map(|(_, p)| {
+                let all = relevance::passages(&p.text, cfg.passage_words);
+                let top = relevance::lexical_top(post_text, &all, cfg.prefilter);
+                top.into_iter().map(|i| all[i].clone()).collect()
+            })
             .collect();
-        let mut texts = vec![post_text];
-        texts.extend(per_page.iter().flatten().cloned());
-        let embedder = self.embedder.clone();
-        let vectors = tokio::task::spawn_blocking(move || embedder.embed(&texts))
-            .await
-            .map_err(|e| PipelineError::Relevance(e.to_string()))?
-            .map_err(|e| PipelineError::Relevance(e.to_string()))?;
-        let (post_vec, mut rest) = (vectors[0].clone(), vectors[1..].iter());
+        let vectors = self.embed(per_page.iter().flatten().cloned().collect()).await?;
+        let mut vectors = vectors.iter();
         let mut kept = Vec::new();
         for ((c, page), passages) in readable.into_iter().zip(per_page) {
-            let mut scored: Vec<(usize, f32)> = passages
-                .iter()
-                .enumerate()
-                .map(|(i, _)| {
+            let mut scored: Vec<(usize, f32)> = (0..passages.len())
+                .map(|i| {
                     (
                         i,
-                        relevance::cosine(&post_vec, rest.next().expect("one vector per passage")),
+                        relevance::cosine(post_vec, vectors.next().expect("one vector per passage")),
                     )
                 })
                 .collect();
             let best = scored.iter().map(|s| s.1).fold(f32::MIN, f32::max);
-            if best < self.relevance.threshold {
+            if best < cfg.threshold {
                 tracing::debug!(url = %c.url, best, "low relevance");
                 dropped.push(Dropped {
                     url: c.url,
@@ -362,7 +416,7 @@ impl Muse {
                 continue;
             }
             scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-            let mut top: Vec<usize> = scored.iter().take(self.relevance.max_passages).map(|s| s.0).collect();
+            let mut top: Vec<usize> = scored.iter().take(cfg.max_passages).map(|s| s.0).collect();
             top.sort_unstable();
             kept.push(KeptPage {
                 url: c.url,
@@ -375,8 +429,19 @@ impl Muse {
                 words: page.word_count,
             });
         }
-        kept.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.relevance.total_cmp(&a.relevance)));
         Ok(kept)
+    }
+
+    /// Embeds on a blocking thread (the model is CPU-bound).
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, PipelineError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let embedder = self.embedder.clone();
+        tokio::task::spawn_blocking(move || embedder.embed(&texts))
+            .await
+            .map_err(|e| PipelineError::Relevance(e.to_string()))?
+            .map_err(|e| PipelineError::Relevance(e.to_string()))
     }
 
     /// Quotes from pages in order, [`EVIDENCE_PARALLEL`] at a time, until enough refute.

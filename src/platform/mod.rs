@@ -16,6 +16,9 @@ pub enum PlatformError {
     /// The post is gone or hidden (404/410): nothing to answer.
     #[error("{0}")]
     Gone(String),
+    /// The server refused a post as too long although it fit the advertised rules.
+    #[error("{0}")]
+    TooLong(String),
     /// Retrying will not help (bad token, rejected post).
     #[error("{0}")]
     Fatal(String),

@@ -244,10 +244,13 @@ pub fn parse_date(s: &str) -> Option<DateTime<Utc>> {
 mod tests {
     use super::*;
 
+    /// A backend, its answer, and the (url, date) pairs it must yield.
+    type Case = (BackendKind, Value, Vec<(&'static str, Option<&'static str>)>);
+
     /// Each service's documented answer shape (field names real, values invented).
     #[test]
     fn each_backend_parses_its_format() {
-        let cases: Vec<(BackendKind, Value, Vec<(&str, Option<&str>)>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 BackendKind::Google,
                 json!({"searchInformation":{"totalResults":"1230"},"items":[{"title":"Ex","link":"https://ex.org/a","displayLink":"ex.org","snippet":"s","pagemap":{"metatags":[{"article:published_time":"2025-01-05T10:00:00Z"}]}},{"title":"No date","link":"https://ex.org/b"}]}),

@@ -32,6 +32,7 @@ impl From<MastodonError> for PlatformError {
         match e.status() {
             Some(404) | Some(410) => PlatformError::Gone(e.to_string()),
             Some(401) | Some(403) => PlatformError::Fatal(e.to_string()),
+            Some(422) if e.to_string().to_lowercase().contains("too long") => PlatformError::TooLong(e.to_string()),
             _ if e.is_transient() => PlatformError::Transient(e.to_string()),
             _ => PlatformError::Fatal(e.to_string()),
         }
