@@ -113,11 +113,10 @@ struct LocalWeb {
 }
 
 async fn local_web(data: &Path) -> LocalWeb {
-    let data = data.clone();
     let sandbox = Sandbox::load();
     // nytimes/wsj/cbsnews are credible (medium tier); foxnews and livescience are not.
     let pages = real_pages(
-        &data,
+        data,
         &[
             "www.nytimes.com",
             "www.wsj.com",
@@ -132,7 +131,7 @@ async fn local_web(data: &Path) -> LocalWeb {
     // The injection page: on a top-tier publisher, about the same story, with attacks inside.
     let mut injected =
         format!("<html lang=\"en\"><head><title>Report</title></head><body><article><h1>Report</h1><p>{post_text}</p>");
-    for a in attacks(&data) {
+    for a in attacks(data) {
         injected.push_str(&format!("<p>{}</p>", html_escape::encode_text(&a)));
     }
     injected.push_str(&format!(
