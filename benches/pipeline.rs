@@ -370,7 +370,8 @@ fn post_of(text: &str) -> Post {
         author_is_bot: false,
         author_nobot: false,
         text: text.to_string(),
-        created_at: chrono::Utc::now(),
+        // Fixed: the time is part of the prompt, and so of the scripted queries and the search results.
+        created_at: "2024-01-01T00:00:00Z".parse().unwrap(),
         visibility: Visibility::Public,
         language: None,
     }

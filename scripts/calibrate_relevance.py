@@ -6,8 +6,9 @@ What the filter does (and this script re-implements exactly, so the numbers carr
     whitespace collapsed. Applied to posts/claims and to the reply/justification texts (musebot
     strips URLs from the post, strip_urls in src/pipeline/muse.rs); page passages are used as is.
   * embed(text): tokenizer.json (BERT WordPiece, lower-cased) with truncation to --max-len (128,
-    relevance::MAX_TOKENS) tokens and padding to the longest in the batch; the int8 ONNX model's
-    last_hidden_state is mean-pooled over attention_mask, then L2-normalised.
+    relevance::MAX_TOKENS) tokens; one text per model run (no padding: a dynamically quantized
+    model gives a text a slightly different vector in a batch); last_hidden_state mean-pooled,
+    then L2-normalised.
   * passages(page): as relevance::passages in src/relevance.rs: paragraphs = non-empty lines of
     the extracted main text, grouped greedily while a group stays <= --max-words (60) words; a
     longer paragraph is cut into full --max-words windows, its remainder starts the next group.
@@ -132,7 +133,7 @@ def lexical_top(query, passage_terms, k):
 
 
 class Embedder:
-    def __init__(self, model, tokenizer, max_len=256, batch=32):
+    def __init__(self, model, tokenizer, max_len=128, batch=1):
         import onnxruntime as ort
         from tokenizers import Tokenizer
         so = ort.SessionOptions()
@@ -142,7 +143,6 @@ class Embedder:
         self.names = {i.name for i in self.sess.get_inputs()}
         self.tok = Tokenizer.from_file(tokenizer)
         self.tok.enable_truncation(max_length=max_len)
-        self.tok.enable_padding()  # pad to the longest in the batch
         self.batch = batch
 
     def __call__(self, texts):
@@ -194,7 +194,7 @@ def main():
     ap.add_argument("--target-removal", type=float, default=0.95)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--compare", type=float, default=0.45, help="another threshold to report (RelevanceConfig default)")
-    ap.add_argument("--prefilter", type=int, default=4, help="passages per page kept by the lexical prefilter (0: all)")
+    ap.add_argument("--prefilter", type=int, default=3, help="passages per page kept by the lexical prefilter (0: all)")
     ap.add_argument("--evidence-passages", type=int, default=2, help="passages per page sent to evidence")
     a = ap.parse_args()
     data = Path(a.data)
@@ -277,7 +277,7 @@ def main():
 
     print(f"data: {n} posts, {len(claims)} claims, {len(pages)} articles -> {len(flat)} passages "
           f"(<= {a.max_words} words; median {int(np.median([len(p) for p in pages]))}/article)")
-    print("\nspeed, 1 thread, batch 32 (tokenize + ONNX + pooling):")
+    print("\nspeed, 1 thread, one text per run (tokenize + ONNX + pooling):")
     for name, k, dt, w in speed:
         print(f"  {name:<9} {k:4d} texts, mean {w:5.1f} words: {k / dt:7.1f} texts/s ({1000 * dt / k:.1f} ms each)")
     hdr = f"{'set':<22}{'n':>6} " + " ".join(f"{'p' + str(p):>5}" for p in PCTS) + f" {'max':>5}  >= t={t:.2f}"

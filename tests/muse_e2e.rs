@@ -448,11 +448,13 @@ async fn a_reply_refused_as_too_long_is_split_again_not_lost() {
     // Keep `dir` alive: it holds the daemon's log.
     let Asked {
         daemon,
-        posted,
+        mock,
         dir: _dir,
         ..
     } = ask(&extra, &post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let posted = daemon
+        .wait_for_replies(&mock, Duration::from_secs(60), |s| s.len() >= 2)
+        .await;
     let log = daemon.log_text();
     assert!(log.contains("re-splitting with URLs as written"), "{log}");
     assert!(!log.contains("job failed"), "{log}");

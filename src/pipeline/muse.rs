@@ -306,12 +306,8 @@ impl Muse {
     ) -> Result<Vec<KeptPage>, PipelineError> {
         candidates.sort_by_key(|c| c.tier);
         let post_text = strip_urls(&post.text);
-        let post_vec = self
-            .embed(vec![post_text.clone()])
-            .await?
-            .pop()
-            .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
         let max_pages = self.relevance.max_pages.max(1);
+        let mut post_vec: Option<Vec<f32>> = None;
         let mut kept = Vec::new();
         let mut rest = candidates.into_iter();
         loop {
@@ -322,8 +318,22 @@ impl Muse {
             if wave.is_empty() {
                 break;
             }
-            let readable = self.fetch_wave(wave, before, dropped).await;
-            kept.extend(self.score_wave(&post_text, &post_vec, readable, dropped).await?);
+            let readable = match &post_vec {
+                Some(_) => self.fetch_wave(wave, before, dropped).await,
+                None => {
+                    // The post is embedded while the first wave downloads.
+                    let (vector, readable) = tokio::join!(
+                        self.embed(vec![post_text.clone()]),
+                        self.fetch_wave(wave, before, dropped)
+                    );
+                    post_vec = vector?.pop();
+                    readable
+                }
+            };
+            let post_vec = post_vec
+                .as_deref()
+                .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
+            kept.extend(self.score_wave(&post_text, post_vec, readable, dropped).await?);
             if kept.len() >= max_pages {
                 dropped.extend(rest.by_ref().map(|c| Dropped {
                     url: c.url,
