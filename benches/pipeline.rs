@@ -1,10 +1,9 @@
-//! Pipeline overhead and LLM input tokens, measured (`cargo bench --bench pipeline`, or
-//! `scripts/bench-pipeline.sh`). Real posts (../shared/data/muse/posts.csv) go through the Muse
+//! Pipeline overhead and LLM input tokens, measured (`cargo bench --bench pipeline`). Real posts (../shared/data/muse/posts.csv) go through the Muse
 //! pipeline against a zero-latency scripted LLM, a local SearXNG-format search server and a
 //! local web server serving the 91 real news pages under their own host names. Printed:
 //! wall time per post (p50/p99, and per step), and the LLM input tokens per post next to what
-//! Muse's scheme (whole page, up to 20,000 characters, in each evidence prompt) would send
-//! for the same pages — both counted with the same tokenizer.
+//! Muse's scheme (one evidence prompt per page, carrying the whole page up to 20,000
+//! characters) would send for the same pages — both counted with the same tokenizer.
 //!
 //! Arguments: [POSTS] (default 30) [DATA_DIR] (default ../shared/data).
 
@@ -35,7 +34,7 @@ fn block<'a>(text: &'a str, tag: &str) -> &'a str {
     }
 }
 
-/// Zero-latency LLM playing each step; quotes the first passage it is shown.
+/// Zero-latency LLM playing each step; quotes the first passage of every page it is shown.
 fn answer(body: &Value) -> String {
     let system = body["messages"][0]["content"].as_str().unwrap_or("");
     let user = body["messages"][1]["content"].as_str().unwrap_or("");
@@ -46,10 +45,13 @@ fn answer(body: &Value) -> String {
             .collect();
         return json!({ "queries": q }).to_string();
     }
-    if system.contains("Quote the article") {
-        let content = block(user, "page").split("content:\n").nth(1).unwrap_or("");
-        let first: String = content.split_whitespace().take(16).collect::<Vec<_>>().join(" ");
-        return json!({"refute": [first], "context": []}).to_string();
+    if system.contains("Quote passages") {
+        let quotes: Vec<String> = user
+            .split("content:\n")
+            .skip(1)
+            .map(|content| content.split_whitespace().take(16).collect::<Vec<_>>().join(" "))
+            .collect();
+        return json!({"refute": quotes, "context": []}).to_string();
     }
     let urls: Vec<&str> = block(user, "evidence")
         .split_whitespace()
@@ -231,7 +233,9 @@ async fn main() {
             (u.clone(), musebot::extract::extract(&html, Some(u)).text)
         })
         .collect();
-    let evidence_system = prompts.render("evidence.system.j2", minijinja::context! {}).unwrap();
+    let evidence_system = prompts
+        .render("evidence.system.j2", minijinja::context! { n => 1 })
+        .unwrap();
 
     // Warm-up (model load, connection pools).
     let warm = post_of(&posts[0]);
@@ -257,13 +261,14 @@ async fn main() {
         let our_tokens: f64 = seen.iter().map(|p| count(p)).sum();
         ours_evidence += seen
             .iter()
-            .filter(|p| p.contains("Quote the article"))
+            .filter(|p| p.contains("Quote passages"))
             .map(|p| count(p))
             .sum::<f64>();
-        // Muse's scheme: the same prompts, but each evidence prompt carries the whole page.
+        // Muse's scheme: the same query and reply prompts, and one evidence prompt per page
+        // carrying the whole page.
         let mut whole = seen
             .iter()
-            .filter(|p| !p.contains("Quote the article"))
+            .filter(|p| !p.contains("Quote passages"))
             .map(|p| count(p))
             .sum::<f64>();
         for e in r.evidence.iter().flatten().map(|e| &e.url).chain(
@@ -280,8 +285,7 @@ async fn main() {
             ctx.insert("author".into(), json!(post.author_display_name));
             ctx.insert("created_at".into(), json!(post.created_at.to_rfc3339()));
             ctx.insert("text".into(), json!(post.text));
-            ctx.insert("published".into(), json!("unknown"));
-            ctx.insert("passages".into(), json!([full]));
+            ctx.insert("pages".into(), json!([{"published": "unknown", "passages": [full]}]));
             let page_prompt = count(&format!(
                 "{evidence_system}\n{}",
                 prompts.render("evidence.user.j2", &ctx).unwrap()

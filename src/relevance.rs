@@ -168,7 +168,7 @@ impl Embedder {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
         let k = self.sessions.len().min(order.len()).max(1);
-        let run_share = |share: usize| -> Result<Vec<(usize, Vec<f32>)>, RelevanceError> {
+        let run_share = |share: usize| -> Share {
             let mut session = self.sessions[share].lock().expect("session lock");
             order
                 .iter()
@@ -177,7 +177,7 @@ impl Embedder {
                 .map(|&i| Ok((i, embed_one(&mut session, &encodings[i])?)))
                 .collect()
         };
-        let shares: Vec<Result<Vec<(usize, Vec<f32>)>, RelevanceError>> = if k == 1 {
+        let shares: Vec<Share> = if k == 1 {
             vec![run_share(0)]
         } else {
             std::thread::scope(|scope| {
@@ -200,6 +200,9 @@ impl Embedder {
         Ok(out)
     }
 }
+
+/// One session's embeddings, by text index.
+type Share = Result<Vec<(usize, Vec<f32>)>, RelevanceError>;
 
 /// One text through the model: mean pooling over its tokens, then L2 normalisation.
 fn embed_one(session: &mut Session, encoding: &Encoding) -> Result<Vec<f32>, RelevanceError> {

@@ -81,7 +81,7 @@ fn scripted_muse(body: &Value) -> String {
     if system.contains("web search queries") {
         return json!({"queries": ["moon cheese claim", "apollo lunar samples", "moon composition"]}).to_string();
     }
-    if system.contains("Quote the article") {
+    if system.contains("Quote passages") {
         let page = block(user, "page");
         let content = page.split("content:\n").nth(1).unwrap_or("");
         let passages: Vec<&str> = content

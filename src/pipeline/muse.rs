@@ -28,8 +28,10 @@ pub const TEXT_QUERIES: usize = 3;
 pub const PER_TIER_PER_QUERY: usize = 10;
 /// Pages fetched at once.
 pub const FETCH_PARALLEL: usize = 4;
-/// Pages sent to the evidence LLM at once.
-pub const EVIDENCE_PARALLEL: usize = 2;
+/// Pages the evidence LLM reads in one call.
+pub const EVIDENCE_PAGES: usize = 2;
+/// Refuting quotes, and context quotes, kept per page (Muse).
+pub const QUOTES_PER_PAGE: usize = 2;
 /// Evidence extraction stops once this many pages refute the post (Muse).
 pub const ENOUGH_REFUTING_PAGES: usize = 2;
 /// Word budget of the reply.
@@ -454,23 +456,22 @@ impl Muse {
             .map_err(|e| PipelineError::Relevance(e.to_string()))
     }
 
-    /// Quotes from pages in order, [`EVIDENCE_PARALLEL`] at a time, until enough refute.
+    /// Quotes from pages in order, [`EVIDENCE_PAGES`] pages per LLM call, until enough refute.
+    /// One call reads a wave of pages: the post and the instructions are sent once, not once per
+    /// page. Each quote is credited to the page whose passages hold it verbatim; quotes found in
+    /// none are dropped and counted on the wave's first page; at most two of each kind per page.
     async fn evidence(
         &self,
         post: &Post,
         pages: &[KeptPage],
         dropped: &mut Vec<Dropped>,
     ) -> Result<(Vec<Evidence>, Usage), PipelineError> {
-        let system = self.prompts.render("evidence.system.j2", context! {})?;
-        let schema = serde_json::json!({"type": "object", "properties": {
-            "refute": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
-            "context": {"type": "array", "items": {"type": "string"}, "maxItems": 2}}, "required": ["refute", "context"]});
         let mut usage = Usage::default();
         let mut out = Vec::new();
         let mut refuting = 0;
-        for (wave_no, wave) in pages.chunks(EVIDENCE_PARALLEL).enumerate() {
+        for (wave_no, wave) in pages.chunks(EVIDENCE_PAGES).enumerate() {
             if refuting >= ENOUGH_REFUTING_PAGES {
-                for p in &pages[wave_no * EVIDENCE_PARALLEL..] {
+                for p in &pages[wave_no * EVIDENCE_PAGES..] {
                     dropped.push(Dropped {
                         url: p.url.clone(),
                         reason: DropReason::NotReached,
@@ -478,49 +479,42 @@ impl Muse {
                 }
                 break;
             }
-            let calls = wave.iter().map(|page| {
-                let system = system.clone();
-                let schema = schema.clone();
-                async move {
-                    let mut ctx = post_context(post);
-                    ctx.insert(
-                        "published".into(),
-                        serde_json::json!(page
-                            .published
-                            .map(|d| d.to_rfc3339())
-                            .unwrap_or_else(|| "unknown".into())),
-                    );
-                    ctx.insert("passages".into(), serde_json::json!(page.passages));
-                    let user = self.prompts.render("evidence.user.j2", &ctx)?;
-                    let c = self
-                        .llm
-                        .chat_json(
-                            &[ChatMessage::system(system), ChatMessage::user(user)],
-                            "evidence",
-                            &schema,
-                        )
-                        .await?;
-                    Ok::<_, PipelineError>((page, c))
-                }
-            });
-            for result in futures_util::future::join_all(calls).await {
-                let (page, c) = result?;
-                usage.prompt_tokens += c.prompt_tokens;
-                usage.completion_tokens += c.completion_tokens;
-                let (refute, context) = parse::evidence(&c.text);
-                let source = parse::normalize(&page.passages.join("\n"));
-                let total = refute.len() + context.len();
-                let keep = |qs: Vec<String>| {
-                    qs.into_iter()
-                        .filter(|q| parse::is_verbatim(q, &source))
-                        .map(|q| q.trim().to_string())
-                        .collect::<Vec<_>>()
-                };
-                let (refute, context) = (keep(refute), keep(context));
-                let unverified = total - refute.len() - context.len();
-                if unverified > 0 {
-                    tracing::info!(url = %page.url, unverified, "dropped quotes not found verbatim in the page");
-                }
+            let max_each = QUOTES_PER_PAGE * wave.len();
+            let system = self
+                .prompts
+                .render("evidence.system.j2", context! { n => wave.len() })?;
+            let schema = serde_json::json!({"type": "object", "properties": {
+                "refute": {"type": "array", "items": {"type": "string"}, "maxItems": max_each},
+                "context": {"type": "array", "items": {"type": "string"}, "maxItems": max_each}}, "required": ["refute", "context"]});
+            let mut ctx = post_context(post);
+            let listed: Vec<serde_json::Value> = wave
+                .iter()
+                .map(|page| {
+                    serde_json::json!({
+                        "published": page.published.map(|d| d.to_rfc3339()).unwrap_or_else(|| "unknown".into()),
+                        "passages": page.passages,
+                    })
+                })
+                .collect();
+            ctx.insert("pages".into(), serde_json::json!(listed));
+            let user = self.prompts.render("evidence.user.j2", &ctx)?;
+            let c = self
+                .llm
+                .chat_json(
+                    &[ChatMessage::system(system), ChatMessage::user(user)],
+                    "evidence",
+                    &schema,
+                )
+                .await?;
+            usage.prompt_tokens += c.prompt_tokens;
+            usage.completion_tokens += c.completion_tokens;
+            let (refute, context) = parse::evidence(&c.text, max_each);
+            let sources: Vec<String> = wave.iter().map(|p| parse::normalize(&p.passages.join("\n"))).collect();
+            let (found, unverified) = attribute(refute, context, &sources);
+            if unverified > 0 {
+                tracing::info!(url = %wave[0].url, unverified, "dropped quotes not found verbatim in the pages");
+            }
+            for (i, (page, (refute, context))) in wave.iter().zip(found).enumerate() {
                 if refute.is_empty() && context.is_empty() {
                     dropped.push(Dropped {
                         url: page.url.clone(),
@@ -535,7 +529,7 @@ impl Muse {
                     relevance: page.relevance,
                     refute,
                     context,
-                    unverified,
+                    unverified: if i == 0 { unverified } else { 0 },
                 });
             }
         }
@@ -641,9 +635,80 @@ fn post_context(post: &Post) -> serde_json::Map<String, serde_json::Value> {
 }
 
 /// The post without URLs (Muse removes URLs and emojis before embedding).
+/// Refuting and context quotes credited to one page.
+type PageQuotes = (Vec<String>, Vec<String>);
+
+/// Credits each quote to the first page whose (normalised) text holds it verbatim, at most
+/// [`QUOTES_PER_PAGE`] of each kind per page; returns per page (refute, context) and how many
+/// quotes no page holds.
+fn attribute(refute: Vec<String>, context: Vec<String>, sources: &[String]) -> (Vec<PageQuotes>, usize) {
+    let mut found: Vec<PageQuotes> = vec![(Vec::new(), Vec::new()); sources.len()];
+    let mut unverified = 0;
+    let quotes = refute
+        .into_iter()
+        .map(|q| (q, true))
+        .chain(context.into_iter().map(|q| (q, false)));
+    for (quote, is_refute) in quotes {
+        let Some(i) = sources.iter().position(|src| parse::is_verbatim(&quote, src)) else {
+            unverified += 1;
+            continue;
+        };
+        let list = if is_refute { &mut found[i].0 } else { &mut found[i].1 };
+        if list.len() < QUOTES_PER_PAGE {
+            list.push(quote.trim().to_string());
+        }
+    }
+    (found, unverified)
+}
+
 fn strip_urls(text: &str) -> String {
     text.split_whitespace()
         .filter(|w| !w.contains("://"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_credited_to_the_page_that_holds_them() {
+        let sources: Vec<String> = [
+            "The Apollo samples show the Moon is made of rock. Officials said so in 1970.",
+            "A second article: the lunar crust is anorthosite, not cheese, geologists say.",
+        ]
+        .map(parse::normalize)
+        .to_vec();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (found, unverified) = attribute(
+            s(&[
+                "the lunar crust is anorthosite, not cheese",
+                "The Apollo samples show the Moon is made of rock.",
+                "The Moon is made entirely of green cheese, NASA said",
+                "Officials said so in 1970.",
+                "The Apollo samples show the Moon",
+            ]),
+            s(&[
+                "  geologists say.  ",
+                "lunar crust is anorthosite, not cheese, geologists say.",
+            ]),
+            &sources,
+        );
+        assert_eq!(unverified, 2, "the fabricated quote and the too-short one: {found:?}");
+        // Page 1: two refuting quotes at most (the third is over the cap); page 2: its own.
+        assert_eq!(
+            found[0].0,
+            s(&[
+                "The Apollo samples show the Moon is made of rock.",
+                "Officials said so in 1970."
+            ])
+        );
+        assert_eq!(found[1].0, s(&["the lunar crust is anorthosite, not cheese"]));
+        assert_eq!(
+            found[1].1,
+            s(&["lunar crust is anorthosite, not cheese, geologists say."])
+        );
+        assert!(found[0].1.is_empty());
+    }
 }

@@ -45,15 +45,15 @@ pub fn queries(text: &str, n: usize) -> Vec<String> {
     out
 }
 
-/// Quotes that refute the post and quotes that give context, at most two each.
-pub fn evidence(text: &str) -> (Vec<String>, Vec<String>) {
+/// Quotes that refute the post and quotes that give context, at most `max_each` each.
+pub fn evidence(text: &str, max_each: usize) -> (Vec<String>, Vec<String>) {
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
             .map(|a| {
                 a.iter()
                     .filter_map(|q| q.as_str().map(str::to_string))
                     .filter(|q| !q.trim().is_empty())
-                    .take(2)
+                    .take(max_each)
                     .collect()
             })
             .unwrap_or_default()
@@ -77,7 +77,7 @@ pub fn evidence(text: &str) -> (Vec<String>, Vec<String>) {
         })
         .filter(|l| l.starts_with('"') && l.ends_with('"') && l.len() > 2)
         .map(|l| l[1..l.len() - 1].to_string())
-        .take(2)
+        .take(max_each)
         .collect();
     (quoted, Vec::new())
 }
@@ -152,13 +152,15 @@ mod tests {
 
     #[test]
     fn evidence_cases() {
-        let (r, c) = evidence(r#"{"refute": ["a", "b", "c"], "context": ["d"]}"#);
+        let (r, c) = evidence(r#"{"refute": ["a", "b", "c"], "context": ["d"]}"#, 2);
         assert_eq!((r.len(), c), (2, vec!["d".to_string()]));
-        let (r, c) = evidence(r#"Sure! {"explicit": ["x"], "implicit": []}"#);
+        let (r, c) = evidence(r#"Sure! {"explicit": ["x"], "implicit": []}"#, 2);
         assert_eq!((r, c.len()), (vec!["x".to_string()], 0));
-        let (r, _) = evidence("1. \"The Moon is made of rock.\"\nnone else");
+        let (r, _) = evidence("1. \"The Moon is made of rock.\"\nnone else", 2);
         assert_eq!(r, vec!["The Moon is made of rock.".to_string()]);
-        assert_eq!(evidence("none"), (vec![], vec![]));
+        assert_eq!(evidence("none", 2), (vec![], vec![]));
+        let (r, _) = evidence(r#"{"refute": ["a", "b", "c", "d", "e"], "context": []}"#, 4);
+        assert_eq!(r.len(), 4);
     }
 
     #[test]
