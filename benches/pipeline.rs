@@ -361,7 +361,12 @@ async fn main() {
 fn read_and_dropped(r: &Retrieval) -> usize {
     r.dropped
         .iter()
-        .filter(|d| matches!(d.reason.as_str(), "low relevance" | "too short" | "too new"))
+        .filter(|d| {
+            matches!(
+                d.reason.as_str(),
+                "low relevance" | "too short" | "too new" | "unreadable"
+            )
+        })
         .count()
 }
 

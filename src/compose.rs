@@ -12,19 +12,19 @@ pub struct TextLimits {
     /// Maximum length of one post.
     pub max_chars: usize,
     /// Every URL counts as this many characters (Mastodon: 23), whatever its length;
-    /// [`URL_AS_WRITTEN`]: a URL counts its own characters.
+    /// [`AS_WRITTEN`]: URLs and `@user@domain` mentions count their own characters.
     pub chars_per_url: usize,
 }
 
-/// `chars_per_url` for servers that count a URL as written (seen on servers that reject a post
+/// `chars_per_url` for servers that count text as written (seen on servers that reject a post
 /// the instance's advertised rules allow; the worker then re-splits with this).
-pub const URL_AS_WRITTEN: usize = usize::MAX;
+pub const AS_WRITTEN: usize = usize::MAX;
 
 impl TextLimits {
-    /// The same limit, every URL counted as written.
-    pub fn urls_as_written(self) -> TextLimits {
+    /// The same limit, every character counted as written (no URL or mention shortening).
+    pub fn as_written(self) -> TextLimits {
         TextLimits {
-            chars_per_url: URL_AS_WRITTEN,
+            chars_per_url: AS_WRITTEN,
             ..self
         }
     }
@@ -47,19 +47,48 @@ fn token_len(token: &str, limits: TextLimits) -> usize {
     }
     if let Some(start) = url_start(token) {
         let (url, rest) = split_url_tail(&token[start..]);
-        let url_len = if limits.chars_per_url == URL_AS_WRITTEN {
+        let url_len = if limits.chars_per_url == AS_WRITTEN {
             url.graphemes(true).count()
         } else {
             limits.chars_per_url
         };
         return token[..start].graphemes(true).count() + url_len + rest.graphemes(true).count();
     }
-    if let Some(rest) = token.strip_prefix('@') {
+    if let Some(rest) = token.strip_prefix('@').filter(|_| limits.chars_per_url != AS_WRITTEN) {
         if let Some((user, _domain)) = rest.split_once('@') {
             return 1 + user.graphemes(true).count();
         }
     }
     token.graphemes(true).count()
+}
+
+/// The unposted rest of a thread (`rest`, parts as planned, " (i/n)" numbering included),
+/// split again under `limits`: numbering removed (the posted parts already carry theirs), at
+/// most `max_parts` parts.
+pub fn resplit_rest(rest: &[String], limits: TextLimits, max_parts: usize) -> Vec<String> {
+    let body: Vec<&str> = rest.iter().map(|p| strip_numbering(p)).collect();
+    split_thread("", &body.join(" "), limits, false, max_parts.max(1))
+}
+
+/// `text` without a trailing " (i/n)".
+fn strip_numbering(text: &str) -> &str {
+    let Some(inner) = text.strip_suffix(')') else {
+        return text;
+    };
+    match inner.rfind(" (") {
+        Some(i) => {
+            let numbers = &inner[i + 2..];
+            let ok = numbers.split_once('/').is_some_and(|(a, b)| {
+                !a.is_empty() && !b.is_empty() && (a.to_string() + b).chars().all(|c| c.is_ascii_digit())
+            });
+            if ok {
+                &text[..i]
+            } else {
+                text
+            }
+        }
+        None => text,
+    }
 }
 
 /// Splits into alternating non-whitespace / whitespace runs, with byte offsets.
@@ -318,7 +347,43 @@ mod tests {
     }
 
     #[test]
-    fn urls_as_written_split_where_23_would_not() {
+    fn the_rest_of_a_thread_is_split_again_without_numbers() {
+        let limits = TextLimits {
+            max_chars: 40,
+            chars_per_url: AS_WRITTEN,
+        };
+        let rest = vec![
+            "see https://news.example/a-long-path-here and more (2/3)".to_string(),
+            "words at the end (3/3)".to_string(),
+        ];
+        let parts = resplit_rest(&rest, limits, 5);
+        assert!(parts.len() >= 2, "{parts:?}");
+        for p in &parts {
+            assert!(p.chars().count() <= 40 || p.contains("https://"), "{p}");
+            assert!(!p.contains("(2/3)") && !p.contains("(3/3)"), "{p}");
+        }
+        assert_eq!(
+            parts.join(" "),
+            "see https://news.example/a-long-path-here and more words at the end"
+        );
+        assert_eq!(resplit_rest(&rest, limits, 1).len(), 1, "the cap holds");
+        assert_eq!(strip_numbering("a (1/2)"), "a");
+        assert_eq!(strip_numbering("a (see b)"), "a (see b)");
+        assert_eq!(strip_numbering("(1/2)"), "(1/2)");
+    }
+
+    #[test]
+    fn as_written_counts_mentions_whole() {
+        let limits = TextLimits {
+            max_chars: 500,
+            chars_per_url: 23,
+        };
+        assert_eq!(weighted_len("@bob@example.social", limits), 4);
+        assert_eq!(weighted_len("@bob@example.social", limits.as_written()), 19);
+    }
+
+    #[test]
+    fn text_as_written_splits_where_23_would_not() {
         let url = format!("https://news.example/{}", "a".repeat(60));
         let body = format!("{} {url} {}", "word ".repeat(5).trim(), "end ".repeat(5).trim());
         let limits = TextLimits {
@@ -326,7 +391,7 @@ mod tests {
             chars_per_url: 23,
         };
         assert_eq!(split_thread("", &body, limits, true, 5).len(), 1);
-        let literal = split_thread("", &body, limits.urls_as_written(), true, 5);
+        let literal = split_thread("", &body, limits.as_written(), true, 5);
         assert!(literal.len() > 1, "{literal:?}");
         for p in &literal {
             assert!(p.chars().count() <= 100, "{} chars: {p}", p.chars().count());

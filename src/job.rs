@@ -130,9 +130,9 @@ pub struct Plan {
     pub reply_to: String,
     pub visibility: Visibility,
     pub parts: Vec<String>,
-    /// The parts were re-split counting URLs as written, after the server refused one as too long.
+    /// The parts were re-split counting text as written, after the server refused one as too long.
     #[serde(default)]
-    pub urls_as_written: bool,
+    pub as_written: bool,
 }
 
 /// Where a job stands overall.

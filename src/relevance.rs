@@ -75,7 +75,7 @@ pub enum RelevanceError {
 static ORT_ENV: Mutex<Option<ort::environment::Environment>> = Mutex::new(None);
 
 fn environment(dylib: &Path) -> ort::Result<ort::environment::Environment> {
-    let mut env = ORT_ENV.lock().expect("ort env lock");
+    let mut env = ORT_ENV.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(e) = env.as_ref() {
         return Ok(e.clone());
     }
@@ -169,7 +169,10 @@ impl Embedder {
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
         let k = self.sessions.len().min(order.len()).max(1);
         let run_share = |share: usize| -> Share {
-            let mut session = self.sessions[share].lock().expect("session lock");
+            // A session is stateless between runs: a panic elsewhere does not spoil it.
+            let mut session = self.sessions[share]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             order
                 .iter()
                 .skip(share)
@@ -280,7 +283,9 @@ pub fn lexical_top(query: &str, passages: &[String], k: usize) -> Vec<usize> {
     let scores: Vec<f32> = docs
         .iter()
         .map(|d| {
-            let mut tf: std::collections::HashMap<&String, f32> = std::collections::HashMap::new();
+            // Summed in term order, so equal scores (and the ties they decide) never depend on
+            // hashing order.
+            let mut tf: std::collections::BTreeMap<&String, f32> = std::collections::BTreeMap::new();
             for t in d.iter().filter(|t| query.contains(*t)) {
                 *tf.entry(t).or_default() += 1.0;
             }

@@ -226,7 +226,7 @@ impl Worker {
             reply_to: target.id.clone(),
             visibility,
             parts,
-            urls_as_written: false,
+            as_written: false,
         });
         Ok(StageOutcome::Next(Usage::default()))
     }
@@ -241,11 +241,12 @@ impl Worker {
         compose::compose(draft, &lead, &allowed, limits, &self.reply)
     }
 
-    /// The server refused part `i` as too long: split again counting URLs as written (once).
-    /// Before anything is posted the whole thread is re-split; later, only the refused part.
+    /// The server refused part `i` as too long: split again counting text as written (once).
+    /// Before anything is posted the whole thread is re-split; later, the unposted rest
+    /// (unnumbered, within what is left of `reply.max_parts`).
     fn resplit(&self, job: &mut Job, i: usize, error: String) -> Result<(), StageError> {
         let plan = job.plan.as_mut().expect("post runs after compose");
-        if plan.urls_as_written {
+        if plan.as_written {
             return Err(StageError::Fatal(error));
         }
         tracing::warn!(
@@ -253,15 +254,16 @@ impl Worker {
             part = i,
             "the server counts length differently; re-splitting with URLs as written"
         );
-        let limits = self.platform.limits().urls_as_written();
-        plan.urls_as_written = true;
+        let limits = self.platform.limits().as_written();
+        plan.as_written = true;
         if i == 0 {
             let parts = self.thread(job, limits);
             job.plan.as_mut().expect("plan").parts = parts;
         } else {
-            let pieces = compose::split_thread("", &plan.parts[i], limits, false, self.reply.max_parts);
-            plan.parts.splice(i..=i, pieces);
+            let rest = compose::resplit_rest(&plan.parts[i..], limits, self.reply.max_parts.saturating_sub(i));
+            plan.parts.splice(i.., rest);
         }
+        // Saved before the next post: the new parts get their own Idempotency-Keys.
         self.store.save(job)?;
         Ok(())
     }
@@ -277,7 +279,8 @@ impl Worker {
             } else {
                 job.posted[i - 1].clone()
             };
-            let key = format!("musebot-{}-{}", job.id, i);
+            // Re-split parts carry other text, so other keys than the refused originals.
+            let key = format!("musebot-{}-{}{}", job.id, i, if plan.as_written { "w" } else { "" });
             match self.platform.post(part, &reply_to, plan.visibility, &key).await {
                 Ok((id, url)) => {
                     if i == 0 {

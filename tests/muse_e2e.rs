@@ -423,7 +423,11 @@ async fn a_reply_refused_as_too_long_is_split_again_not_lost() {
         eprintln!("skipped: ../shared/data is absent");
         return;
     };
-    let LocalWeb { extra, post_text, .. } = local_web(&data).await;
+    let LocalWeb {
+        extra,
+        post_text,
+        served,
+    } = local_web(&data).await;
     let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
         let system = body["messages"][0]["content"].as_str().unwrap_or("");
         if !system.contains("using only the facts given") {
@@ -465,5 +469,13 @@ async fn a_reply_refused_as_too_long_is_split_again_not_lost() {
     }
     let all = texts.join(" ");
     assert!(all.starts_with("@bob This post is misleading."), "{all}");
-    assert!(all.contains("http://www."), "the evidence URLs survive whole: {all}");
+    let urls: Vec<&str> = all
+        .split_whitespace()
+        .filter(|w| w.contains("://"))
+        .map(|w| w.trim_end_matches([',', '.', ')', ';']))
+        .collect();
+    assert!(!urls.is_empty(), "{all}");
+    for u in urls {
+        assert!(served.contains(u), "{u} is not a whole served URL: {all}");
+    }
 }

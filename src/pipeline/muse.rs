@@ -638,9 +638,9 @@ fn post_context(post: &Post) -> serde_json::Map<String, serde_json::Value> {
 /// Refuting and context quotes credited to one page.
 type PageQuotes = (Vec<String>, Vec<String>);
 
-/// Credits each quote to the first page whose (normalised) text holds it verbatim, at most
-/// [`QUOTES_PER_PAGE`] of each kind per page; returns per page (refute, context) and how many
-/// quotes no page holds.
+/// Credits each quote to the first page whose (normalised) text holds it verbatim and still has
+/// room ([`QUOTES_PER_PAGE`] of each kind per page); returns per page (refute, context) and how
+/// many quotes no page holds.
 fn attribute(refute: Vec<String>, context: Vec<String>, sources: &[String]) -> (Vec<PageQuotes>, usize) {
     let mut found: Vec<PageQuotes> = vec![(Vec::new(), Vec::new()); sources.len()];
     let mut unverified = 0;
@@ -649,21 +649,44 @@ fn attribute(refute: Vec<String>, context: Vec<String>, sources: &[String]) -> (
         .map(|q| (q, true))
         .chain(context.into_iter().map(|q| (q, false)));
     for (quote, is_refute) in quotes {
-        let Some(i) = sources.iter().position(|src| parse::is_verbatim(&quote, src)) else {
+        let holders: Vec<usize> = (0..sources.len())
+            .filter(|&i| parse::is_verbatim(&quote, &sources[i]))
+            .collect();
+        if holders.is_empty() {
             unverified += 1;
             continue;
+        }
+        let room = |i: &usize| {
+            let (refute, context) = &found[*i];
+            (if is_refute { refute } else { context }).len() < QUOTES_PER_PAGE
         };
-        let list = if is_refute { &mut found[i].0 } else { &mut found[i].1 };
-        if list.len() < QUOTES_PER_PAGE {
+        if let Some(i) = holders.into_iter().find(room) {
+            let list = if is_refute { &mut found[i].0 } else { &mut found[i].1 };
             list.push(quote.trim().to_string());
         }
     }
     (found, unverified)
 }
 
+/// The post's text without links (`scheme://…`, `www.…`, bare `host.tld/path`), which would
+/// only add noise to the embedding and the BM25 query. `scripts/calibrate_relevance.py`
+/// (`clean`) removes the same.
 fn strip_urls(text: &str) -> String {
+    let is_link = |w: &str| {
+        let lower = w.to_lowercase();
+        let bare_host_path = w.split_once('/').is_some_and(|(host, _)| {
+            let host = host.trim_start_matches(|c: char| !c.is_alphanumeric());
+            host.contains('.')
+                && !host.starts_with('.')
+                && !host.ends_with('.')
+                && host
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        });
+        lower.contains("://") || lower.starts_with("www.") || bare_host_path
+    };
     text.split_whitespace()
-        .filter(|w| !w.contains("://"))
+        .filter(|w| !is_link(w))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -671,6 +694,14 @@ fn strip_urls(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_are_stripped_from_the_post() {
+        assert_eq!(
+            strip_urls("Look https://t.co/x and www.site.com or twitter.com/elonjet/1 (see news.example/a) 3.5/10 ok"),
+            "Look and or (see ok" // as calibrate_relevance.py's clean() gives
+        );
+    }
 
     #[test]
     fn quotes_are_credited_to_the_page_that_holds_them() {

@@ -27,12 +27,20 @@ pub struct Mastodon {
     pub bot_account_id: String,
 }
 
+/// Whether a 422 says the post is too long, in the words of the servers we know.
+fn is_length_refusal(message: &str) -> bool {
+    let m = message.to_lowercase();
+    m.contains("too long") || m.contains("character limit") || m.contains("characters limit")
+}
+
 impl From<MastodonError> for PlatformError {
     fn from(e: MastodonError) -> Self {
         match e.status() {
             Some(404) | Some(410) => PlatformError::Gone(e.to_string()),
             Some(401) | Some(403) => PlatformError::Fatal(e.to_string()),
-            Some(422) if e.to_string().to_lowercase().contains("too long") => PlatformError::TooLong(e.to_string()),
+            // Mastodon: "Text character limit of 500 exceeded"; Pleroma/Akkoma: "... over the
+            // character limit"; mastodon-mock: "Text is too long".
+            Some(422) if is_length_refusal(&e.to_string()) => PlatformError::TooLong(e.to_string()),
             _ if e.is_transient() => PlatformError::Transient(e.to_string()),
             _ => PlatformError::Fatal(e.to_string()),
         }
@@ -172,5 +180,24 @@ pub fn to_post(s: Status) -> Post {
         created_at: s.created_at,
         visibility: Visibility::parse(&s.visibility).unwrap_or(Visibility::Public),
         language: s.language,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_length_refusal;
+
+    #[test]
+    fn length_refusals_of_known_servers_are_recognised() {
+        for m in [
+            "Mastodon answered HTTP 422 for post_status: {\"error\":\"Validation failed: Text character limit of 500 exceeded\"}",
+            "{\"error\":\"The status is over the character limit\"}",
+            "{\"error\":\"Validation failed: Text is too long (maximum is 500 characters)\"}",
+        ] {
+            assert!(is_length_refusal(m), "{m}");
+        }
+        assert!(!is_length_refusal(
+            "{\"error\":\"Validation failed: Visibility is not included\"}"
+        ));
     }
 }
