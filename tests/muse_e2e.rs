@@ -64,6 +64,14 @@ fn first_words(text: &str, n: usize) -> String {
 }
 
 /// The content of a `<tag>` block in a prompt.
+/// The URLs a posted text shows, without the punctuation that follows them.
+fn urls_in(text: &str) -> Vec<&str> {
+    text.split_whitespace()
+        .filter(|w| w.contains("://"))
+        .map(|w| w.trim_end_matches([',', '.', ')', ';']))
+        .collect()
+}
+
 fn block<'a>(text: &'a str, tag: &str) -> &'a str {
     let open = format!("<{tag}>");
     let close = format!("</{tag}>");
@@ -299,11 +307,7 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
     assert!(reply.starts_with("@bob This post is misleading."), "{reply}");
 
     // URLs: only served ones, only credible publishers, at least one.
-    let urls: Vec<&str> = reply
-        .split_whitespace()
-        .filter(|w| w.contains("://"))
-        .map(|w| w.trim_end_matches([',', '.', ')', ';']))
-        .collect();
+    let urls = urls_in(&reply);
     assert!(!urls.is_empty(), "the reply cites evidence: {reply}");
     for u in &urls {
         assert!(served.contains(*u), "{u} was not served by the search engine: {reply}");
@@ -469,11 +473,7 @@ async fn a_reply_refused_as_too_long_is_split_again_not_lost() {
     }
     let all = texts.join(" ");
     assert!(all.starts_with("@bob This post is misleading."), "{all}");
-    let urls: Vec<&str> = all
-        .split_whitespace()
-        .filter(|w| w.contains("://"))
-        .map(|w| w.trim_end_matches([',', '.', ')', ';']))
-        .collect();
+    let urls = urls_in(&all);
     assert!(!urls.is_empty(), "{all}");
     for u in urls {
         assert!(served.contains(u), "{u} is not a whole served URL: {all}");
