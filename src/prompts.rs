@@ -21,6 +21,7 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "notice_already_answered.j2",
     "notice_nothing_to_check.j2",
     "reply_insufficient.j2",
+    "reply_unverified.j2",
     "queries.system.j2",
     "queries.user.j2",
     "evidence.system.j2",

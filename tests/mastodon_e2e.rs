@@ -172,6 +172,32 @@ async fn bots_and_nobot_accounts_are_skipped_top_level_mentions_check_themselves
     assert!(text_of(&posted[0]).starts_with("@alice "));
 }
 
+/// A model that restates the claim instead of checking it is asked once more, then the bot
+/// posts its honest "could not check" reply: never the claim as its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_restates_the_claim_is_never_posted() {
+    let claim = "The Great Wall of China is the only man-made structure visible from the Moon.";
+    let (mock, llm, _daemon, _dir) = setup(claim, "").await;
+    let target = mock.post(ALICE_TOKEN, claim, None).await;
+    mock.post(
+        BOB_TOKEN,
+        "@musebot is this true?",
+        Some(target["id"].as_str().unwrap()),
+    )
+    .await;
+    let posted = mock
+        .wait_for_bot_statuses(Duration::from_secs(30), |s| !s.is_empty())
+        .await;
+    let text = text_of(&posted[0]);
+    assert!(text.starts_with("@bob I could not check this post reliably."), "{text}");
+    assert!(!text.contains("only man-made structure"), "{text}");
+    assert_eq!(
+        llm.calls.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "one more try, then the fallback"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_quota_gets_one_notice_then_silence() {
     let (mock, llm, _daemon, _dir) =

@@ -588,7 +588,8 @@ impl Muse {
                 .await?;
             usage.prompt_tokens += c.prompt_tokens;
             usage.completion_tokens += c.completion_tokens;
-            if urls.iter().any(|u| c.text.contains(u.as_str())) {
+            let cites = urls.iter().any(|u| c.text.contains(u.as_str()));
+            if cites && parse::states_a_verdict(&c.text, &post.text) {
                 return Ok((
                     Draft {
                         outcome: Outcome::Reply,
@@ -598,7 +599,11 @@ impl Muse {
                     usage,
                 ));
             }
-            tracing::warn!(retry, "reply cites no evidence URL");
+            tracing::warn!(
+                retry,
+                cites,
+                "the reply cites no evidence URL, or takes no position on the post"
+            );
         }
         let (draft, _) = insufficient()?;
         Ok((draft, usage))
