@@ -178,16 +178,7 @@ async fn bots_and_nobot_accounts_are_skipped_top_level_mentions_check_themselves
 async fn a_reply_that_restates_the_claim_is_never_posted() {
     let claim = "The Great Wall of China is the only man-made structure visible from the Moon.";
     let (mock, llm, _daemon, _dir) = setup(claim, "").await;
-    let target = mock.post(ALICE_TOKEN, claim, None).await;
-    mock.post(
-        BOB_TOKEN,
-        "@musebot is this true?",
-        Some(target["id"].as_str().unwrap()),
-    )
-    .await;
-    let posted = mock
-        .wait_for_bot_statuses(Duration::from_secs(30), |s| !s.is_empty())
-        .await;
+    let (_, posted) = mock.ask_about(claim, Duration::from_secs(30)).await;
     let text = text_of(&posted[0]);
     assert!(text.starts_with("@bob I could not check this post reliably."), "{text}");
     assert!(!text.contains("only man-made structure"), "{text}");

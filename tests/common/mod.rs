@@ -291,6 +291,20 @@ access_token = "{NOBOT_TOKEN}"
             tokio::time::sleep(Duration::from_millis(400)).await;
         }
     }
+
+    /// Alice posts `claim`, bob asks the bot under it; returns the claim's status and the bot's
+    /// statuses once there is one.
+    pub async fn ask_about(&self, claim: &str, timeout: Duration) -> (Value, Vec<Value>) {
+        let target = self.post(ALICE_TOKEN, claim, None).await;
+        self.post(
+            BOB_TOKEN,
+            "@musebot is this true?",
+            Some(target["id"].as_str().unwrap()),
+        )
+        .await;
+        let posted = self.wait_for_bot_statuses(timeout, |s| !s.is_empty()).await;
+        (target, posted)
+    }
 }
 
 impl Drop for MockMastodon {
