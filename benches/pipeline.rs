@@ -355,6 +355,20 @@ async fn main() {
         "ratio, evidence prompts only",
         100.0 * ours_evidence / muse_evidence
     );
+    // Linux: the kernel's high-water mark of this process (pipeline, model sessions, and the
+    // local web, search and LLM servers the benchmark runs in-process).
+    if let Some(hwm) = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_string))
+    {
+        let kib: f64 = hwm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        println!();
+        println!("  peak RSS of the benchmark process: {:.1} MiB", kib / 1024.0);
+    }
 }
 
 /// Pages fetched and extracted but not kept.
