@@ -20,7 +20,7 @@ use musebot::credibility::load::CredibilityConfig;
 use musebot::fetch::{FetchConfig, Fetcher};
 use musebot::job::Post;
 use musebot::llm::LlmClient;
-use musebot::pipeline::muse::{Muse, Retrieval};
+use musebot::pipeline::muse::{DropReason, Muse, Retrieval};
 use musebot::prompts::Prompts;
 use musebot::relevance::{Embedder, RelevanceConfig};
 use musebot::search::{BackendConfig, BackendKind, SearchConfig, Searcher};
@@ -377,8 +377,12 @@ fn read_and_dropped(r: &Retrieval) -> usize {
         .iter()
         .filter(|d| {
             matches!(
-                d.reason.as_str(),
-                "low relevance" | "too short" | "too new" | "unreadable"
+                d.reason,
+                DropReason::LowRelevance
+                    | DropReason::TooShort
+                    | DropReason::TooNew
+                    | DropReason::Surplus
+                    | DropReason::Unreadable(_)
             )
         })
         .count()

@@ -53,8 +53,10 @@ pub enum DropReason {
     LowRelevance,
     NoEvidence,
     NotReached,
-    /// Enough relevant pages were read before this one's turn; it was not fetched.
+    /// Enough relevant pages were found before this one's turn; it was not fetched.
     NotRead,
+    /// Relevant, but the last wave brought more than `relevance.max_pages` and it ranked lower.
+    Surplus,
 }
 
 impl DropReason {
@@ -72,6 +74,7 @@ impl DropReason {
             DropReason::Unreadable(_) => "unreadable",
             DropReason::NotReached => "not needed (enough refuting pages)",
             DropReason::NotRead => "not read (enough relevant pages)",
+            DropReason::Surplus => "surplus (more relevant pages than needed)",
         }
     }
 }
@@ -345,6 +348,13 @@ impl Muse {
             }
         }
         kept.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.relevance.total_cmp(&a.relevance)));
+        // The last wave may bring more than needed: the evidence step reads the best max_pages.
+        for extra in kept.split_off(max_pages.min(kept.len())) {
+            dropped.push(Dropped {
+                url: extra.url,
+                reason: DropReason::Surplus,
+            });
+        }
         Ok(kept)
     }
 
