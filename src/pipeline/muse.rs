@@ -377,7 +377,10 @@ impl Muse {
                                 Decision::TooNew { .. } => Err(DropReason::TooNew),
                             },
                             // A panic inside the extractor costs this page only.
-                            Err(e) => Err(DropReason::Unreadable(e.to_string())),
+                            Err(e) => {
+                                tracing::warn!(url = %c.url, error = %e, "the extractor failed; page skipped");
+                                Err(DropReason::Unreadable(e.to_string()))
+                            }
                         }
                     }
                     Err(e) if e.reason() == "blocked" => Err(DropReason::Blocked(e.to_string())),
