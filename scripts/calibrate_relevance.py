@@ -134,7 +134,7 @@ def lexical_top(query, passage_terms, k):
 
 
 class Embedder:
-    def __init__(self, model, tokenizer, max_len=128, batch=1):
+    def __init__(self, model, tokenizer, max_len=128):
         import onnxruntime as ort
         from tokenizers import Tokenizer
         so = ort.SessionOptions()
@@ -145,24 +145,19 @@ class Embedder:
         self.tok = Tokenizer.from_file(tokenizer)
         self.tok.enable_truncation(max_length=max_len)
         self.tok.no_padding()  # tokenizer.json ships Fixed(128) padding; musebot pads nothing
-        self.batch = batch
 
     def __call__(self, texts):
+        """One text per run, as musebot does (a dynamically quantized model's vectors would
+        depend on batch-mates and padding)."""
         texts = list(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding
         out = np.zeros((len(texts), 384), dtype=np.float32)
-        for s in range(0, len(order), self.batch):
-            idx = order[s:s + self.batch]
-            enc = self.tok.encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": mask}
+        for i, enc in enumerate(self.tok.encode_batch(texts)):
+            ids = np.array([enc.ids], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
             if "token_type_ids" in self.names:
                 feed["token_type_ids"] = np.zeros_like(ids)
-            h = self.sess.run(None, feed)[0]
-            m = mask[:, :, None].astype(np.float32)
-            v = (h * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
-            out[idx] = v / np.linalg.norm(v, axis=1, keepdims=True)
+            v = self.sess.run(None, feed)[0][0].mean(0)
+            out[i] = v / np.linalg.norm(v)
         return out
 
 

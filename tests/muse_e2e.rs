@@ -120,6 +120,17 @@ struct LocalWeb {
     post_text: String,
 }
 
+/// The local web, or `None` (with a message: the test is skipped) without ../shared/data.
+async fn local_web_if_data() -> Option<LocalWeb> {
+    match shared() {
+        Some(data) => Some(local_web(&data).await),
+        None => {
+            eprintln!("skipped: ../shared/data is absent");
+            None
+        }
+    }
+}
+
 async fn local_web(data: &Path) -> LocalWeb {
     let sandbox = Sandbox::load();
     // nytimes/wsj/cbsnews are credible (medium tier); foxnews and livescience are not.
@@ -278,15 +289,14 @@ async fn ask(extra: &str, claim: &str, llm_base: &str, tweak: impl Fn(String) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
-    let Some(data) = shared() else {
-        eprintln!("skipped: ../shared/data is absent");
-        return;
-    };
-    let LocalWeb {
+    let Some(LocalWeb {
         extra,
         served,
         post_text,
-    } = local_web(&data).await;
+    }) = local_web_if_data().await
+    else {
+        return;
+    };
     let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
     let Asked {
         mock,
@@ -380,15 +390,14 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
 /// to a posted reply. Its quality is not asserted; the composer's rules are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_local_llm_runs_the_whole_pipeline_to_a_posted_reply() {
-    let Some(data) = shared() else {
-        eprintln!("skipped: ../shared/data is absent");
-        return;
-    };
-    let LocalWeb {
+    let Some(LocalWeb {
         extra,
         served,
         post_text,
-    } = local_web(&data).await;
+    }) = local_web_if_data().await
+    else {
+        return;
+    };
     let (_llm, base) = tokio::task::spawn_blocking(LlmServer::start).await.unwrap();
     let tweak = |c: String| c.replace("timeout_secs = 60\n", "timeout_secs = 180\nmax_tokens = 160\n");
     // Bind every field: an unbound one would be dropped here (the temp dir with the log, the mock).
@@ -423,15 +432,14 @@ async fn a_real_local_llm_runs_the_whole_pipeline_to_a_posted_reply() {
 /// thread counting URLs as written instead of losing the reply.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_refused_as_too_long_is_split_again_not_lost() {
-    let Some(data) = shared() else {
-        eprintln!("skipped: ../shared/data is absent");
-        return;
-    };
-    let LocalWeb {
+    let Some(LocalWeb {
         extra,
         post_text,
         served,
-    } = local_web(&data).await;
+    }) = local_web_if_data().await
+    else {
+        return;
+    };
     let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
         let system = body["messages"][0]["content"].as_str().unwrap_or("");
         if !system.contains("using only the facts given") {
