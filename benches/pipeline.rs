@@ -5,26 +5,29 @@
 //! Muse's scheme (one evidence prompt per page, carrying the whole page up to 20,000
 //! characters) would send for the same pages — both counted with the same tokenizer.
 //!
+//! The LLM, web and search servers are the tests' own peers (`tests/common/llm.rs`, `web.rs`).
+//!
 //! Arguments: [POSTS] (default 30) [DATA_DIR] (default ../shared/data).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{Path as AxPath, Query};
-use axum::response::{Html, IntoResponse};
-use axum::routing::{get, post};
-use musebot::config::Visibility;
 use musebot::credibility::load::CredibilityConfig;
 use musebot::fetch::{FetchConfig, Fetcher};
-use musebot::job::Post;
 use musebot::llm::LlmClient;
-use musebot::pipeline::muse::{DropReason, Muse, Retrieval};
+use musebot::model::{DropReason, Post, Retrieval, Visibility};
+use musebot::pipeline::muse::Muse;
 use musebot::prompts::Prompts;
 use musebot::relevance::{Embedder, RelevanceConfig};
 use musebot::search::{BackendConfig, BackendKind, SearchConfig, Searcher};
 use serde_json::{json, Value};
+
+#[path = "../tests/common/llm.rs"]
+mod llm;
+#[path = "../tests/common/web.rs"]
+mod web;
 
 fn block<'a>(text: &'a str, tag: &str) -> &'a str {
     let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
@@ -120,61 +123,37 @@ async fn main() {
             hosts.push(host);
         }
     }
-    let site = Arc::new(site);
-    let web = axum::Router::new().route(
-        "/{*p}",
-        get(move |AxPath(p): AxPath<String>| {
-            let site = site.clone();
-            async move {
-                site.get(&format!("/{p}"))
-                    .map(|h| Html(h.clone()).into_response())
-                    .unwrap_or_else(|| "missing".into_response())
-            }
-        }),
-    );
-    let web_addr = serve(web).await;
+    let web = web::Site::start(site).await;
+    let web_addr = web.addr;
 
     // Search: ten pages per query, chosen by a hash of the query.
     let search_urls = urls.clone();
-    let search = axum::Router::new().route(
-        "/search",
-        get(move |Query(q): Query<BTreeMap<String, String>>| {
-            let urls = search_urls.clone();
-            async move {
-                let h = q
-                    .get("q")
-                    .map(|s| s.bytes().fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64)))
-                    .unwrap_or(0) as usize;
-                let results: Vec<Value> = (0..10)
-                    .map(|i| json!({"url": urls[(h + i * 7) % urls.len()], "title": "t", "content": "c"}))
-                    .collect();
-                axum::Json(json!({ "results": results }))
-            }
-        }),
-    );
-    let search_addr = serve(search).await;
+    let search = web::SearchServer::start(move |q| {
+        let h = q.bytes().fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64)) as usize;
+        (0..10)
+            .map(|i| json!({"url": search_urls[(h + i * 7) % search_urls.len()], "title": "t", "content": "c"}))
+            .collect()
+    })
+    .await;
 
-    // The scripted LLM, recording every prompt.
-    let prompts_seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let seen = prompts_seen.clone();
-    let llm_app = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(move |axum::Json(body): axum::Json<Value>| {
-            let seen = seen.clone();
-            async move {
-                let text: String = body["messages"]
+    // The scripted LLM (the tests' own peer), recording every prompt.
+    let llm = llm::ScriptedLlm::start(llm::Script::routed(answer)).await;
+    let prompts_seen = || -> Vec<String> {
+        llm.requests
+            .lock()
+            .unwrap()
+            .drain(..)
+            .map(|body| {
+                body["messages"]
                     .as_array()
                     .unwrap()
                     .iter()
                     .map(|m| m["content"].as_str().unwrap_or(""))
                     .collect::<Vec<_>>()
-                    .join("\n");
-                seen.lock().unwrap().push(text);
-                axum::Json(json!({"choices": [{"message": {"role": "assistant", "content": answer(&body)}}]}))
-            }
-        }),
-    );
-    let llm_addr = serve(llm_app).await;
+                    .join("\n")
+            })
+            .collect()
+    };
 
     let fetch = FetchConfig {
         test_allow_addrs: vec![web_addr.to_string()],
@@ -191,7 +170,7 @@ async fn main() {
     let search_cfg = SearchConfig {
         backends: vec![BackendConfig {
             kind: BackendKind::Searxng,
-            base_url: format!("http://{search_addr}"),
+            base_url: search.base_url(),
             api_key_env: String::new(),
             api_key_file: String::new(),
             cx: String::new(),
@@ -199,7 +178,7 @@ async fn main() {
         ..SearchConfig::default()
     };
     let llm_cfg = musebot::config::LlmConfig {
-        base_url: format!("http://{llm_addr}/v1"),
+        base_url: llm.base_url.clone(),
         ..Default::default()
     };
     let prompts = Arc::new(Prompts::load(std::path::Path::new("")).unwrap());
@@ -240,7 +219,7 @@ async fn main() {
     // Warm-up (model load, connection pools).
     let warm = post_of(&posts[0]);
     let _ = muse.draft(&warm, &mut Retrieval::default(), &mut |_| {}).await.unwrap();
-    prompts_seen.lock().unwrap().clear();
+    prompts_seen();
 
     let mut total_ms = Vec::new();
     let mut steps: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -257,7 +236,7 @@ async fn main() {
             steps.entry(s.step.clone()).or_default().push(s.millis as f64);
         }
         pages_read += r.pages.as_ref().map_or(0, Vec::len) + read_and_dropped(&r);
-        let seen: Vec<String> = prompts_seen.lock().unwrap().drain(..).collect();
+        let seen: Vec<String> = prompts_seen();
         let our_tokens: f64 = seen.iter().map(|p| count(p)).sum();
         ours_evidence += seen
             .iter()
@@ -309,7 +288,7 @@ async fn main() {
         worst_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         worst_read += read_and_dropped(&r);
     }
-    prompts_seen.lock().unwrap().clear();
+    prompts_seen();
 
     let n = posts.len();
     println!("Muse pipeline, {n} real posts, zero-latency scripted LLM, local search + 91 real pages");
@@ -389,24 +368,10 @@ fn read_and_dropped(r: &Retrieval) -> usize {
 }
 
 fn post_of(text: &str) -> Post {
+    // Fixed time: it is part of the prompt, and so of the scripted queries and the search results.
+    let at = "2024-01-01T00:00:00Z".parse().unwrap();
     Post {
-        id: "bench".into(),
-        url: None,
-        author: "someone".into(),
         author_display_name: "Someone".into(),
-        author_is_bot: false,
-        author_nobot: false,
-        text: text.to_string(),
-        // Fixed: the time is part of the prompt, and so of the scripted queries and the search results.
-        created_at: "2024-01-01T00:00:00Z".parse().unwrap(),
-        visibility: Visibility::Public,
-        language: None,
+        ..Post::text_only("bench", "someone", text, at, Visibility::Public)
     }
-}
-
-async fn serve(app: axum::Router) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    addr
 }

@@ -1,19 +1,22 @@
-//! `musebot check`: runs the pipeline once on a post (by URL) or on a text, and reports the
-//! reply and a trace — queries, every link and page kept or dropped with its reason, evidence,
-//! per-step time, tokens and a cost estimate. Posts nothing. `--json` for machines.
-
-use std::time::Instant;
+//! `musebot check`: runs the daemon's own stage loop once on a post (by URL) or on a text, on a
+//! platform that resolves posts but never posts ([`DryRun`]) and a store that lives only for
+//! this run, and reports the reply and a trace — queries, every link and page kept or dropped
+//! with its reason, evidence, per-step time, tokens and a cost estimate. `--json` for machines.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::compose::{self, TextLimits};
-use crate::config::{Config, Visibility};
-use crate::job::Post;
-use crate::pipeline::muse::{Retrieval, StepTrace};
+use crate::compose::TextLimits;
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::model::{Account, Cause, Job, PlatformKind, Post, Retrieval, Stage, Status, StepTrace, Trigger, Visibility};
+use crate::platform::dry_run::DryRun;
 use crate::platform::mastodon::client::MastodonClient;
 use crate::platform::mastodon::Mastodon;
+use crate::platform::{Platform, Platforms};
 use crate::secret;
+use crate::store::Store;
+use crate::worker::Worker;
 
 #[derive(Debug, Serialize)]
 pub struct CheckReport {
@@ -29,39 +32,17 @@ pub struct CheckReport {
 }
 
 pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>) -> anyhow::Result<CheckReport> {
-    let mut trace = Vec::new();
-    let started = Instant::now();
-    let (post, limits) = if target.starts_with("http://") || target.starts_with("https://") {
-        let m = &config.mastodon;
-        let token = secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?
-            .expect("required");
-        let client = MastodonClient::new(m, token)?;
-        let instance = client.instance().await.unwrap_or_default();
-        let limits = TextLimits {
-            max_chars: instance.configuration.statuses.max_characters,
-            chars_per_url: instance.configuration.statuses.characters_reserved_per_url,
-        };
-        let mastodon = Mastodon {
-            client,
-            limits,
-            bot_acct: String::new(),
-            bot_account_id: String::new(),
-        };
-        (mastodon.status_for_url(target).await?, limits)
+    let platform = if target.starts_with("http://") || target.starts_with("https://") {
+        DryRun::url(mastodon_reader(config).await?, target)
     } else {
-        let post = Post {
-            id: "text".into(),
-            url: None,
-            author: "unknown".into(),
-            author_display_name: "unknown".into(),
-            author_is_bot: false,
-            author_nobot: false,
-            text: target.to_string(),
-            created_at: before.unwrap_or_else(Utc::now),
-            visibility: Visibility::Public,
-            language: None,
-        };
-        (
+        let post = Post::text_only(
+            "text",
+            "unknown",
+            target,
+            before.unwrap_or_else(Utc::now),
+            Visibility::Public,
+        );
+        DryRun::text(
             post,
             TextLimits {
                 max_chars: 500,
@@ -69,47 +50,101 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
             },
         )
     };
-    trace.push(step("resolve", started, 0, 0));
-
-    let pipeline = crate::pipeline::build(config, None, before)?;
-    let started = Instant::now();
-    let mut retrieval = Retrieval::default();
-    let (draft, usage) = pipeline.draft(&post, &mut retrieval, &mut |_| {}).await?;
-    if pipeline.muse.is_some() {
-        trace.extend(retrieval.steps.iter().cloned());
-    } else {
-        trace.push(step("draft", started, usage.prompt_tokens, usage.completion_tokens));
+    let store = Store::open_temporary()?;
+    let pipeline = crate::pipeline::build(config, Some(store.clone()), before)?;
+    let worker = Worker {
+        store: store.clone(),
+        platforms: Platforms::new([Platform::DryRun(platform)]),
+        prompts: pipeline.prompts.clone(),
+        pipeline,
+        metrics: Metrics::new(),
+        reply: config.reply.clone(),
+    };
+    let job = Job::new(Trigger {
+        platform: PlatformKind::Mastodon,
+        cause: Cause::ModeratorFlag {
+            moderator: "musebot check".into(),
+        },
+        event_id: "check".into(),
+        status_id: target.into(),
+        in_reply_to_id: None,
+        author: Account {
+            handle: "operator".into(),
+            is_bot: false,
+            is_self: false,
+            nobot: false,
+        },
+        visibility: Visibility::Direct,
+        created_at: Utc::now(),
+        text: String::new(),
+    });
+    store.save(&job)?;
+    worker.run(&job.id).await;
+    let job = store
+        .job(&job.id)?
+        .ok_or_else(|| anyhow::anyhow!("the check's job vanished from its store"))?;
+    match &job.status {
+        Status::Done => {}
+        Status::Skipped(reason) => anyhow::bail!("not checked ({}): {reason:?}", reason.as_str()),
+        Status::Failed(e) => anyhow::bail!("{e}"),
+        Status::Pending => anyhow::bail!("{}", job.last_error.as_deref().unwrap_or("the check did not finish")),
     }
-    let started = Instant::now();
-    let parts = compose::compose(&draft, "", std::slice::from_ref(&post.author), limits, &config.reply);
-    trace.push(step("compose", started, 0, 0));
+    Ok(report(config, job))
+}
+
+/// The Mastodon client `check` reads a post URL with (the instance's limits, no identity).
+async fn mastodon_reader(config: &Config) -> anyhow::Result<Mastodon> {
+    let m = &config.mastodon;
+    let token =
+        secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?.expect("required");
+    let client = MastodonClient::new(m, token)?;
+    let instance = client.instance().await.unwrap_or_default();
+    let limits = TextLimits {
+        max_chars: instance.configuration.statuses.max_characters,
+        chars_per_url: instance.configuration.statuses.characters_reserved_per_url,
+    };
+    Ok(Mastodon {
+        client,
+        limits,
+        bot_acct: String::new(),
+        bot_account_id: String::new(),
+    })
+}
+
+/// The finished job as a report: the stage trace with the retrieval steps in place of the
+/// draft stage (Muse), tokens and cost.
+fn report(config: &Config, job: Job) -> CheckReport {
+    let muse = config.daemon.pipeline == crate::config::PipelineMode::Muse;
+    let mut trace = Vec::new();
+    for record in &job.trace {
+        let step = |name: &str| StepTrace {
+            step: name.into(),
+            millis: record.millis,
+            prompt_tokens: record.prompt_tokens,
+            completion_tokens: record.completion_tokens,
+        };
+        match record.stage {
+            Stage::Draft if muse => trace.extend(job.retrieval.iter().flat_map(|r| r.steps.iter().cloned())),
+            Stage::Post => {}
+            stage => trace.push(step(stage.as_str())),
+        }
+    }
+    let usage = job.tokens();
     let cost_estimate = usage.prompt_tokens as f64 * config.llm.prompt_price_per_million / 1e6
         + usage.completion_tokens as f64 * config.llm.completion_price_per_million / 1e6;
-    Ok(CheckReport {
-        post,
-        pipeline: match config.daemon.pipeline {
-            crate::config::PipelineMode::Muse => "muse",
-            crate::config::PipelineMode::Baseline => "baseline",
-        },
+    let draft = job.draft.as_ref().expect("a finished job has a draft");
+    CheckReport {
+        pipeline: if muse { "muse" } else { "baseline" },
         outcome: draft.outcome.as_str(),
-        parts,
-        retrieval: pipeline.muse.is_some().then_some(retrieval),
+        parts: job.plan.as_ref().map(|p| p.parts.clone()).unwrap_or_default(),
+        retrieval: if muse { job.retrieval.clone() } else { None },
         trace,
         prompt_tokens: usage.prompt_tokens,
         completion_tokens: usage.completion_tokens,
         cost_estimate,
-    })
-}
-
-fn step(name: &str, started: Instant, prompt_tokens: u64, completion_tokens: u64) -> StepTrace {
-    StepTrace {
-        step: name.into(),
-        millis: started.elapsed().as_millis() as u64,
-        prompt_tokens,
-        completion_tokens,
+        post: job.target.expect("a finished job has a target"),
     }
 }
-
 impl CheckReport {
     pub fn to_text(&self) -> String {
         let mut out = String::new();

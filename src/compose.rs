@@ -255,7 +255,7 @@ fn fit_pieces(token: &str, budget: usize, limits: TextLimits) -> Vec<String> {
 
 /// The thread for a draft: rules enforced, `lead` (the requester's handle) first, split to fit.
 pub fn compose(
-    draft: &crate::job::Draft,
+    draft: &crate::model::Draft,
     lead: &str,
     allowed_mentions: &[String],
     limits: TextLimits,

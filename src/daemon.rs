@@ -1,5 +1,5 @@
-//! Wiring of the long-running daemon: secrets → store → metrics/HTTP → platform → intake →
-//! dispatcher. [`run`] takes the config and a shutdown token (cancelled on SIGTERM/SIGINT by
+//! Wiring of the long-running daemon: secrets → store → metrics/HTTP → platforms and their
+//! sources → intake → dispatcher. [`run`] takes the config and a shutdown token (cancelled on SIGTERM/SIGINT by
 //! `main`); when the token fires, intake stops first, then in-flight jobs get the grace period.
 
 use std::sync::Arc;
@@ -13,7 +13,8 @@ use crate::config::Config;
 use crate::intake::Intake;
 use crate::metrics::Metrics;
 use crate::platform::mastodon::Mastodon;
-use crate::platform::{Platform, PlatformError};
+use crate::platform::source::Source;
+use crate::platform::{Platform, PlatformError, Platforms};
 use crate::secret;
 use crate::store::Store;
 use crate::worker::{self, Worker};
@@ -67,7 +68,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let Some((mastodon, source)) = connect_with_retry(&config, token, &shutdown).await? else {
         return Ok(());
     };
-    let platform = Platform::Mastodon(mastodon);
+    let platforms = Platforms::new([Platform::Mastodon(mastodon)]);
+    let sources = vec![Source::Mastodon(source)];
 
     let (queue_tx, queue_rx) = mpsc::channel(config.daemon.queue_capacity);
     let intake = Intake::new(
@@ -80,7 +82,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     );
     let worker = Arc::new(Worker {
         store: store.clone(),
-        platform,
+        platforms,
         pipeline,
         prompts,
         metrics,
@@ -88,7 +90,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     });
 
     let intake_stop = shutdown.child_token();
-    background.spawn(source.run(intake, intake_stop));
+    for source in sources {
+        background.spawn(source.run(intake.clone(), intake_stop.clone()));
+    }
     let grace = Duration::from_secs(config.daemon.shutdown_grace_secs);
     tracing::info!(pending = store.pending_jobs()?.len(), "musebot running");
     worker::dispatch(

@@ -1,7 +1,8 @@
-//! Intake: turns a platform's mention into a persisted job (exactly once per notification id),
-//! applies the skip rules (own posts, bots, `#nobot`) and the per-requester quota, then hands
-//! the job id to the workers through a bounded queue. A full queue drops nothing: the job is
-//! already in the store and the dispatcher's sweep picks it up.
+//! Intake: turns a source's [`Event`] into a persisted job (exactly once per event id), applies
+//! the skip rules (own posts, bots, `#nobot`) and the per-requester quota, then hands the job
+//! id to the workers through a bounded queue. A full queue drops nothing: the job is already in
+//! the store and the dispatcher's sweep picks it up. Intake is the only mover of cursors:
+//! sources report how far they read in each event and never touch the store.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -9,8 +10,8 @@ use std::sync::Arc;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio::sync::mpsc;
 
-use crate::job::{job_id, Draft, Job, Mention, Outcome, Post, SkipReason, Status};
 use crate::metrics::SharedMetrics;
+use crate::model::{Draft, Job, Outcome, Post, SkipReason, Status, Trigger};
 use crate::prompts::{PromptError, Prompts};
 use crate::store::{Store, StoreError};
 
@@ -20,6 +21,21 @@ pub enum IntakeError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Prompt(#[from] PromptError),
+}
+
+/// What a source reports: a trigger (or none, for an event that is not one, such as another
+/// kind of notification) and the cursor position the source has read through, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub trigger: Option<Trigger>,
+    pub cursor: Option<CursorMove>,
+}
+
+/// "Everything up to `value` of cursor `name` has been seen."
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorMove {
+    pub name: String,
+    pub value: String,
 }
 
 #[derive(Clone)]
@@ -60,42 +76,61 @@ impl Intake {
         }
     }
 
-    pub fn store(&self) -> &Store {
-        &self.inner.store
-    }
-
     pub fn metrics(&self) -> &SharedMetrics {
         &self.inner.metrics
     }
 
-    /// Records a mention (and moves `cursor`) durably, then queues it. Idempotent.
-    pub async fn accept(&self, mention: Mention, cursor: Option<(&str, &str)>) -> Result<(), IntakeError> {
+    /// Where a source's cursor stands (`None` before the first start).
+    pub fn cursor(&self, name: &str) -> Result<Option<String>, IntakeError> {
+        Ok(self.inner.store.cursor(name)?)
+    }
+
+    /// Sets a source's first cursor (the newest event at the very first start) durably.
+    pub fn start_cursor(&self, name: &str, value: &str) -> Result<(), IntakeError> {
+        self.inner.store.advance_cursor(name, value)?;
+        self.inner.store.flush()?;
+        Ok(())
+    }
+
+    /// Records an event's trigger as a job (and moves the cursor) durably, then queues it.
+    /// Idempotent: a re-delivered event finds its job. An event without a trigger only moves
+    /// the cursor.
+    pub async fn accept(&self, event: Event) -> Result<(), IntakeError> {
         let inner = &self.inner;
-        let id = job_id(mention.platform, &mention.notification_id);
+        let cursor = event.cursor.as_ref().map(|c| (c.name.as_str(), c.value.as_str()));
+        let Some(trigger) = event.trigger else {
+            if let Some((name, value)) = cursor {
+                inner.store.advance_cursor(name, value)?;
+            }
+            return Ok(());
+        };
+        let id = trigger.job_id();
         if inner.store.job(&id)?.is_some() {
             if let Some((name, value)) = cursor {
                 inner.store.advance_cursor(name, value)?;
             }
             return Ok(());
         }
-        let platform = mention.platform.as_str();
-        let mut job = Job::new(mention);
+        let platform = trigger.platform.as_str();
+        let cause = trigger.cause.as_str();
+        let mut job = Job::new(trigger);
         self.triage(&mut job)?;
         if !inner.store.enqueue(&job, cursor)? {
             return Ok(());
         }
         inner.metrics.mention(platform);
-        let span = tracing::info_span!("mention", job = %job.id, platform, requester = %job.mention.requester);
+        let requester = job.trigger.requester().map_or("", |a| a.handle.as_str());
+        let span = tracing::info_span!("trigger", job = %job.id, platform, cause, requester);
         let _guard = span.enter();
         match &job.status {
             Status::Pending => {
-                tracing::info!("mention queued");
+                tracing::info!("trigger queued");
                 if inner.queue.try_send(job.id.clone()).is_err() {
                     tracing::warn!("worker queue full; the job waits in the store for the next sweep");
                 }
             }
             Status::Skipped(reason) => {
-                tracing::info!(reason = reason.as_str(), "mention skipped");
+                tracing::info!(reason = reason.as_str(), "trigger skipped");
                 inner.metrics.job_finished(reason.as_str());
             }
             Status::Done | Status::Failed(_) => {}
@@ -106,13 +141,17 @@ impl Intake {
     /// Applies the skip rules and the quota to a new job.
     fn triage(&self, job: &mut Job) -> Result<(), IntakeError> {
         let inner = &self.inner;
-        let m = &job.mention;
-        let allowed_bot = inner.allowed_bots.iter().any(|a| a.eq_ignore_ascii_case(&m.requester));
-        let skip = if m.requester_is_self {
+        let t = &job.trigger;
+        let author = &t.author;
+        let allowed_bot = inner
+            .allowed_bots
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(&author.handle));
+        let skip = if author.is_self {
             Some(SkipReason::OwnPost)
-        } else if m.requester_is_bot && !allowed_bot {
+        } else if author.is_bot && !allowed_bot {
             Some(SkipReason::RequesterIsBot)
-        } else if m.requester_nobot {
+        } else if author.nobot {
             Some(SkipReason::NoBot)
         } else {
             None
@@ -121,7 +160,11 @@ impl Intake {
             job.status = Status::Skipped(reason);
             return Ok(());
         }
-        let key = format!("{}:{}", m.platform.as_str(), m.requester.to_ascii_lowercase());
+        // The quota is per requester; a trigger nobody asked for (a hashtag hit) has none.
+        let Some(requester) = t.requester() else {
+            return Ok(());
+        };
+        let key = format!("{}:{}", t.platform.as_str(), requester.handle.to_ascii_lowercase());
         if inner.quota.check_key(&key).is_ok() {
             inner.store.bump(&format!("checks:{key}"))?;
             return Ok(());
@@ -131,7 +174,7 @@ impl Intake {
             let text = inner
                 .prompts
                 .render("notice_quota.j2", minijinja::context! { per_hour => inner.per_hour })?;
-            job.target = Some(mention_as_post(m));
+            job.target = Some(trigger_as_post(t));
             job.draft = Some(Draft {
                 outcome: Outcome::QuotaNotice,
                 text,
@@ -144,18 +187,11 @@ impl Intake {
     }
 }
 
-/// The mention itself as the post a notice replies to.
-pub fn mention_as_post(m: &Mention) -> Post {
+/// The trigger's own post, as the post a notice replies to.
+pub fn trigger_as_post(t: &Trigger) -> Post {
     Post {
-        id: m.status_id.clone(),
-        url: None,
-        author: m.requester.clone(),
-        author_display_name: m.requester.clone(),
-        author_is_bot: m.requester_is_bot,
-        author_nobot: m.requester_nobot,
-        text: m.text.clone(),
-        created_at: m.created_at,
-        visibility: m.visibility,
-        language: None,
+        author_is_bot: t.author.is_bot,
+        author_nobot: t.author.nobot,
+        ..Post::text_only(&t.status_id, &t.author.handle, &t.text, t.created_at, t.visibility)
     }
 }

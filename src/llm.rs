@@ -9,23 +9,58 @@ use crate::config::LlmConfig;
 use crate::retry::{self, Transient};
 use crate::secret::Secret;
 
+/// One message of a chat. Text only, or OpenAI-style parts that can carry images:
+/// `content: [{"type": "text", …}, {"type": "image_url", "image_url": {"url": …}}]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: String,
-    pub content: String,
+    pub content: Content,
+}
+
+/// A message's content: a plain string (what every endpoint takes) or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+/// One part of a multi-part message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+/// An image by URL (`https://…` or a `data:` URL).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageUrl {
+    pub url: String,
 }
 
 impl ChatMessage {
     pub fn system(content: impl Into<String>) -> Self {
         ChatMessage {
             role: "system".into(),
-            content: content.into(),
+            content: Content::Text(content.into()),
         }
     }
     pub fn user(content: impl Into<String>) -> Self {
         ChatMessage {
             role: "user".into(),
-            content: content.into(),
+            content: Content::Text(content.into()),
+        }
+    }
+    /// A user message with images after its text (for vision-capable models).
+    pub fn user_with_images(text: impl Into<String>, image_urls: &[String]) -> Self {
+        let mut parts = vec![Part::Text { text: text.into() }];
+        parts.extend(image_urls.iter().map(|url| Part::ImageUrl {
+            image_url: ImageUrl { url: url.clone() },
+        }));
+        ChatMessage {
+            role: "user".into(),
+            content: Content::Parts(parts),
         }
     }
 }
@@ -226,5 +261,26 @@ fn classify(e: reqwest::Error) -> LlmError {
     } else {
         // Without the URL: it may carry a key in some deployments.
         LlmError::Network(e.without_url().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_and_image_parts_serialise_as_openai_expects() {
+        let plain = serde_json::to_value(ChatMessage::user("hi")).unwrap();
+        assert_eq!(plain, serde_json::json!({"role": "user", "content": "hi"}));
+        let m = ChatMessage::user_with_images("what is this?", &["https://img.example/a.png".into()]);
+        assert_eq!(
+            serde_json::to_value(&m).unwrap(),
+            serde_json::json!({"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "https://img.example/a.png"}}
+            ]})
+        );
+        let back: ChatMessage = serde_json::from_value(serde_json::to_value(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
     }
 }

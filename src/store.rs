@@ -1,5 +1,5 @@
 //! The only module that touches sled. Trees: `cursors` (stream positions), `jobs` (one JSON
-//! [`Job`] per mention), `replies` (target post → reply ids), `quota` (per-requester counters
+//! [`Job`] per trigger, any schema [`decode_job`] reads), `replies` (target post → reply ids), `quota` (per-requester counters
 //! and notices). Every write that must survive a crash is flushed before it is acknowledged
 //! (sled's own background flush runs only every 500 ms).
 
@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::job::{Job, Status};
+use crate::model::{decode_job, id_less, Job, Status};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -15,6 +15,8 @@ pub enum StoreError {
     Sled(#[from] sled::Error),
     #[error("state store: corrupt record `{key}`: {reason}")]
     Corrupt { key: String, reason: String },
+    #[error("state store: record `{key}` {reason}")]
+    Unreadable { key: String, reason: String },
 }
 
 /// A reply thread already posted for a target post.
@@ -40,7 +42,10 @@ pub struct Store {
 
 impl Store {
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        let db = sled::Config::new().path(dir).flush_every_ms(Some(500)).open()?;
+        Self::from_db(sled::Config::new().path(dir).flush_every_ms(Some(500)).open()?)
+    }
+
+    fn from_db(db: sled::Db) -> Result<Store, StoreError> {
         Ok(Store {
             cursors: db.open_tree("cursors")?,
             jobs: db.open_tree("jobs")?,
@@ -50,6 +55,11 @@ impl Store {
             cache: db.open_tree("cache")?,
             db,
         })
+    }
+
+    /// A store that lives only as long as this process (`musebot check`, tests).
+    pub fn open_temporary() -> Result<Store, StoreError> {
+        Self::from_db(sled::Config::new().temporary(true).open()?)
     }
 
     /// Re-indexes unfinished jobs (the index and the job are separate writes; a crash between
@@ -207,39 +217,30 @@ fn encode(job: &Job) -> Vec<u8> {
 }
 
 fn decode(key: &str, bytes: &[u8]) -> Result<Job, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+    decode_job(bytes).map_err(|e| StoreError::Unreadable {
         key: key.into(),
         reason: e.to_string(),
     })
 }
 
-/// Orders ids numerically when both are decimal, else lexically.
-pub fn id_less(a: &str, b: &str) -> bool {
-    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-    if numeric(a) && numeric(b) {
-        let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
-        (a.len(), a) < (b.len(), b)
-    } else {
-        a < b
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Visibility;
-    use crate::job::{Mention, PlatformKind};
+    use crate::model::{Account, Cause, PlatformKind, Trigger, Visibility};
 
-    fn mention(id: &str) -> Mention {
-        Mention {
+    fn mention(id: &str) -> Trigger {
+        Trigger {
             platform: PlatformKind::Mastodon,
-            notification_id: id.into(),
+            cause: Cause::Mention,
+            event_id: id.into(),
             status_id: "s".into(),
             in_reply_to_id: None,
-            requester: "alice".into(),
-            requester_is_bot: false,
-            requester_is_self: false,
-            requester_nobot: false,
+            author: Account {
+                handle: "alice".into(),
+                is_bot: false,
+                is_self: false,
+                nobot: false,
+            },
             visibility: Visibility::Public,
             created_at: chrono::Utc::now(),
             text: String::new(),
@@ -260,13 +261,6 @@ mod tests {
         let s = Store::open(dir.path()).unwrap();
         assert_eq!(s.pending_jobs().unwrap().len(), 1);
         assert_eq!(s.cursor("m").unwrap().as_deref(), Some("10"));
-    }
-
-    #[test]
-    fn ids_compare_numerically() {
-        assert!(id_less("9", "10"));
-        assert!(!id_less("10", "9"));
-        assert!(id_less("109999999999999999", "110000000000000000"));
     }
 
     #[test]

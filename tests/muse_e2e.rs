@@ -10,9 +10,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use axum::extract::{Path as AxPath, Query};
-use axum::response::{Html, IntoResponse};
-use axum::routing::get;
 use common::*;
 use serde_json::{json, Value};
 
@@ -164,25 +161,8 @@ async fn local_web(data: &Path) -> LocalWeb {
         .map(|(_, path, html, _)| (path.clone(), html.clone()))
         .collect();
     site.insert("/world/injected-report".into(), injected);
-    let site = std::sync::Arc::new(site);
-    let web = {
-        let site = site.clone();
-        axum::Router::new().route(
-            "/{*path}",
-            get(move |AxPath(path): AxPath<String>| {
-                let site = site.clone();
-                async move {
-                    match site.get(&format!("/{path}")) {
-                        Some(html) => Html(html.clone()).into_response(),
-                        None => (axum::http::StatusCode::NOT_FOUND, "no").into_response(),
-                    }
-                }
-            }),
-        )
-    };
-    let web_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let web_addr = web_listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(web_listener, web).await.unwrap() });
+    let web = Site::start(site).await;
+    let web_addr = web.addr;
 
     // The search server (SearXNG JSON): every query returns every page, plus hostile links.
     let mut results: Vec<Value> = pages
@@ -193,32 +173,22 @@ async fn local_web(data: &Path) -> LocalWeb {
     results.push(json!({"url": "http://127.0.0.1:9/admin", "title": "internal", "content": "c"}));
     results.push(json!({"url": "http://www.infowars.com/posts/moon", "title": "x", "content": "c"}));
     let served: HashSet<String> = results.iter().map(|r| r["url"].as_str().unwrap().to_string()).collect();
-    let search = axum::Router::new().route(
-        "/search",
-        get(move |Query(q): Query<BTreeMap<String, String>>| {
-            let results = results.clone();
-            async move {
-                assert_eq!(q.get("format").map(String::as_str), Some("json"));
-                axum::Json(json!({"query": q.get("q"), "results": results}))
-            }
-        }),
-    );
-    let search_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let search_addr = search_listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(search_listener, search).await.unwrap() });
+    let search = SearchServer::start(move |_| results.clone()).await;
+    let search_addr = search.addr;
 
-    let resolve: Vec<String> = [
-        "www.nytimes.com",
-        "www.wsj.com",
-        "www.cbsnews.com",
-        "www.foxnews.com",
-        "www.livescience.com",
-        "www.reuters.com",
-        "www.infowars.com",
-    ]
-    .iter()
-    .map(|h| format!("\"{h}={web_addr}\""))
-    .collect();
+    let resolve: Vec<String> = web
+        .resolve_entries(&[
+            "www.nytimes.com",
+            "www.wsj.com",
+            "www.cbsnews.com",
+            "www.foxnews.com",
+            "www.livescience.com",
+            "www.reuters.com",
+            "www.infowars.com",
+        ])
+        .iter()
+        .map(|e| format!("\"{e}\""))
+        .collect();
     let extra = format!(
         r#"
 [search]

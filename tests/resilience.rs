@@ -2,8 +2,6 @@
 //! faults (server and LLM), kill -9 crash safety, and graceful SIGTERM with resume.
 
 mod common;
-#[path = "common/proxy.rs"]
-mod proxy;
 
 use std::collections::HashMap;
 use std::time::Duration;

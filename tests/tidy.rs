@@ -1,4 +1,6 @@
-//! Tidy checks: every module opens with a `//!` header saying what it owns.
+//! Tidy checks: every module opens with a `//!` header saying what it owns; there is no import
+//! circle among `src/` files; the model imports nothing above it; and only the owner of each
+//! outside party (sled, the social APIs, the LLM) names it.
 
 use std::path::Path;
 
@@ -29,4 +31,180 @@ fn every_module_has_a_doc_header() {
         .map(|f| f.strip_prefix(root).unwrap().display().to_string())
         .collect();
     assert!(missing.is_empty(), "modules without a //! header: {missing:?}");
+}
+
+/// `src/` files as (path relative to src, text without its `#[cfg(test)]` tail).
+fn src_files() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let code = match text.find("#[cfg(test)]") {
+                Some(i) => text[..i].to_string(),
+                None => text,
+            };
+            (
+                f.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/"),
+                code,
+            )
+        })
+        .collect()
+}
+
+/// The module path of a file (`pipeline/muse/mod.rs` → `pipeline::muse`).
+fn module_of(rel: &str) -> Vec<String> {
+    let mut parts: Vec<String> = rel.trim_end_matches(".rs").split('/').map(String::from).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The paths a file names: `crate::a::b…` anywhere, `super::a…` in `use` lines.
+fn named_paths(rel: &str, code: &str) -> Vec<Vec<String>> {
+    let here = module_of(rel);
+    let mut out = Vec::new();
+    let ident = |s: &str| -> Vec<String> {
+        s.split("::")
+            .map(|p| {
+                p.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            })
+            .take_while(|p| !p.is_empty())
+            .collect()
+    };
+    for (i, _) in code.match_indices("crate::") {
+        let before = code[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        out.push(ident(&code[i + "crate::".len()..]));
+    }
+    for line in code.lines().map(str::trim).filter(|l| l.starts_with("use super::")) {
+        // `super` of `a/b.rs` (module a::b) and of `a/b/mod.rs` (also a::b) is `a`.
+        let mut base = here.clone();
+        base.pop();
+        base.extend(ident(&line["use super::".len()..]));
+        out.push(base);
+    }
+    out
+}
+
+/// Which file defines the longest module prefix of `path`.
+fn file_of(path: &[String], modules: &std::collections::HashMap<Vec<String>, String>) -> Option<String> {
+    (1..=path.len()).rev().find_map(|k| modules.get(&path[..k]).cloned())
+}
+
+/// The import graph among `src/` files. Naming a module's `mod.rs` from outside its folder
+/// also reaches the children it re-exports (`pub use child::…`), so `crate::model::Usage`
+/// counts as an import of `model/usage.rs`.
+fn import_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let files = src_files();
+    let modules: std::collections::HashMap<Vec<String>, String> =
+        files.iter().map(|(rel, _)| (module_of(rel), rel.clone())).collect();
+    let reexports = |m: &str, code: &str| -> Vec<String> {
+        let dir = m.trim_end_matches("mod.rs");
+        code.lines()
+            .filter_map(|l| l.trim().strip_prefix("pub use "))
+            .filter_map(|l| l.split("::").next())
+            .flat_map(|child| [format!("{dir}{child}.rs"), format!("{dir}{child}/mod.rs")])
+            .filter(|f| modules.values().any(|v| v == f))
+            .collect()
+    };
+    let code_of: std::collections::HashMap<&str, &str> = files.iter().map(|(r, c)| (r.as_str(), c.as_str())).collect();
+    files
+        .iter()
+        .map(|(rel, code)| {
+            let mut targets = std::collections::BTreeSet::new();
+            for t in named_paths(rel, code).iter().filter_map(|p| file_of(p, &modules)) {
+                let outside = !rel.starts_with(t.trim_end_matches("mod.rs"));
+                if t.ends_with("mod.rs") && outside {
+                    targets.extend(reexports(&t, code_of[t.as_str()]));
+                }
+                targets.insert(t);
+            }
+            targets.remove(rel);
+            (rel.clone(), targets)
+        })
+        .collect()
+}
+
+/// No import circle among `src/` files (strongly connected sets of two or more files).
+#[test]
+fn there_is_no_import_circle() {
+    let graph = import_graph();
+    assert!(graph.len() > 20);
+    let reaches = |from: &str, to: &str| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack = vec![from.to_string()];
+        while let Some(f) = stack.pop() {
+            if f == to {
+                return true;
+            }
+            if seen.insert(f.clone()) {
+                stack.extend(graph[&f].iter().cloned());
+            }
+        }
+        false
+    };
+    let circles: Vec<String> = graph
+        .iter()
+        .flat_map(|(a, targets)| targets.iter().map(move |b| (a, b)))
+        .filter(|(a, b)| reaches(b, a))
+        .map(|(a, b)| format!("{a} -> {b} -> … -> {a}"))
+        .collect();
+    assert!(circles.is_empty(), "import circles:\n{}", circles.join("\n"));
+}
+
+/// The model (persisted records) is the ground floor: it imports nothing from the crate but
+/// itself.
+#[test]
+fn the_model_imports_nothing_above_it() {
+    let graph = import_graph();
+    let upward: Vec<String> = graph
+        .iter()
+        .filter(|(f, _)| f.starts_with("model/"))
+        .flat_map(|(f, targets)| {
+            targets
+                .iter()
+                .filter(|t| !t.starts_with("model/"))
+                .map(move |t| format!("{f} imports {t}"))
+        })
+        .collect();
+    assert!(upward.is_empty(), "{upward:?}");
+    assert!(graph.keys().any(|f| f.starts_with("model/")), "the model module exists");
+}
+
+/// The architecture invariant: one module per outside party.
+#[test]
+fn only_the_owner_talks_to_each_outside_party() {
+    // (what gives a file away, where it may appear)
+    let rules: &[(&str, &str)] = &[
+        ("sled::", "store.rs"),
+        ("megalodon::", "platform/"),
+        ("tokio_tungstenite::", "platform/"),
+        ("/api/v1/", "platform/"),
+        ("/api/v2/", "platform/"),
+        ("/xrpc/", "platform/"),
+        ("/chat/completions", "llm.rs"),
+    ];
+    let mut offences = Vec::new();
+    for (rel, code) in src_files() {
+        // Code only: a comment may name anything.
+        let code: String = code
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (needle, owner) in rules {
+            if code.contains(needle) && !rel.starts_with(owner) {
+                offences.push(format!("{rel} names `{needle}` (only {owner} may)"));
+            }
+        }
+    }
+    assert!(offences.is_empty(), "{offences:#?}");
 }

@@ -11,24 +11,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Citation priority, highest first (Muse's three tiers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    High,
-    Medium,
-    Low,
-}
-
-impl Tier {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::High => "high",
-            Tier::Medium => "medium",
-            Tier::Low => "low",
-        }
-    }
-}
+/// Citation priority: a persisted record, defined with the others in [`crate::model`].
+pub use crate::model::Tier;
 
 /// MBFC factuality categories, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

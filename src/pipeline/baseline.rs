@@ -6,9 +6,9 @@
 
 use minijinja::context;
 
-use super::{parse, PipelineError, Usage};
-use crate::job::{Draft, Outcome, Post};
+use super::{parse, PipelineError};
 use crate::llm::{ChatMessage, LlmClient};
+use crate::model::{Draft, Outcome, Post, Usage};
 use crate::prompts::Prompts;
 
 /// Word budget given to the model; the composer still splits whatever comes back.

@@ -9,8 +9,8 @@ pub mod parse;
 use std::sync::Arc;
 
 use crate::config::PipelineMode;
-use crate::job::{Draft, Post};
 use crate::llm::{LlmClient, LlmError};
+use crate::model::{Draft, Post, Retrieval, Usage};
 use crate::prompts::{PromptError, Prompts};
 use crate::retry::Transient;
 
@@ -41,13 +41,6 @@ impl PipelineError {
     }
 }
 
-/// Tokens spent by one stage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
 #[derive(Clone)]
 pub struct Pipeline {
     pub mode: PipelineMode,
@@ -63,8 +56,8 @@ impl Pipeline {
     pub async fn draft(
         &self,
         post: &Post,
-        retrieval: &mut muse::Retrieval,
-        checkpoint: &mut (dyn FnMut(&muse::Retrieval) + Send),
+        retrieval: &mut Retrieval,
+        checkpoint: &mut (dyn FnMut(&Retrieval) + Send),
     ) -> Result<(Draft, Usage), PipelineError> {
         match (self.mode, &self.muse) {
             (PipelineMode::Baseline, _) => baseline::draft(&self.llm, &self.prompts, post).await,

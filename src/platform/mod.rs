@@ -1,11 +1,17 @@
 //! The only code that talks to social platforms. [`Platform`] is a closed enum: adding
 //! Bluesky is a new variant, and the compiler lists every place that must handle it.
+//! [`Platforms`] holds one per kind, so one daemon serves several accounts at once and a
+//! worker reaches each job's platform by the job's [`PlatformKind`]. [`dry_run`] resolves
+//! posts but never posts (`musebot check`). [`source`] is the one shape intake understands.
 
+#[cfg(test)]
+pub mod double;
+pub mod dry_run;
 pub mod mastodon;
+pub mod source;
 
 use crate::compose::TextLimits;
-use crate::config::Visibility;
-use crate::job::{Mention, PlatformKind, Post};
+use crate::model::{PlatformKind, Post, Trigger, Visibility};
 
 /// How a platform call failed, as far as the job cares.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -27,28 +33,44 @@ pub enum PlatformError {
 #[derive(Clone)]
 pub enum Platform {
     Mastodon(mastodon::Mastodon),
+    /// Resolves posts, never posts (`musebot check`).
+    DryRun(dry_run::DryRun),
+    /// A scripted platform for the stage machine's own tests.
+    #[cfg(test)]
+    Double(std::sync::Arc<double::Double>),
 }
 
 impl Platform {
     pub fn kind(&self) -> PlatformKind {
         match self {
             Platform::Mastodon(_) => PlatformKind::Mastodon,
+            Platform::DryRun(d) => d.kind,
+            #[cfg(test)]
+            Platform::Double(_) => PlatformKind::Mastodon,
         }
     }
 
     pub fn limits(&self) -> TextLimits {
         match self {
             Platform::Mastodon(m) => m.limits,
+            Platform::DryRun(d) => d.limits(),
+            #[cfg(test)]
+            Platform::Double(d) => d.limits,
         }
     }
 
-    pub async fn resolve(&self, mention: &Mention) -> Result<Post, PlatformError> {
+    /// The post a trigger asks about: a reply's parent, else the trigger's own post.
+    pub async fn resolve(&self, trigger: &Trigger) -> Result<Post, PlatformError> {
         match self {
-            Platform::Mastodon(m) => m.resolve(mention).await,
+            Platform::Mastodon(m) => m.resolve(trigger).await,
+            Platform::DryRun(d) => d.resolve().await,
+            #[cfg(test)]
+            Platform::Double(d) => d.resolve(trigger),
         }
     }
 
-    /// Posts one thread part; returns its id and public URL.
+    /// Posts one thread part; returns its id and public URL. `key` makes a repeat return
+    /// the first post instead of a second one.
     pub async fn post(
         &self,
         text: &str,
@@ -58,19 +80,55 @@ impl Platform {
     ) -> Result<(String, Option<String>), PlatformError> {
         match self {
             Platform::Mastodon(m) => m.post(text, reply_to, visibility, key).await,
+            Platform::DryRun(d) => Ok(d.post(key)),
+            #[cfg(test)]
+            Platform::Double(d) => d.post(text, reply_to, key),
         }
     }
 
     /// The handle a reply addresses (`@user` or `@user@domain`).
     pub fn handle(&self, acct: &str) -> String {
         match self {
-            Platform::Mastodon(_) => format!("@{acct}"),
+            Platform::Mastodon(_) | Platform::DryRun(_) => format!("@{acct}"),
+            #[cfg(test)]
+            Platform::Double(_) => format!("@{acct}"),
         }
     }
 
     pub fn is_self(&self, acct: &str) -> bool {
         match self {
             Platform::Mastodon(m) => m.bot_acct.eq_ignore_ascii_case(acct),
+            Platform::DryRun(_) => false,
+            #[cfg(test)]
+            Platform::Double(d) => d.bot.eq_ignore_ascii_case(acct),
         }
+    }
+}
+
+/// The platforms a daemon serves, at most one per kind.
+#[derive(Clone, Default)]
+pub struct Platforms(Vec<Platform>);
+
+impl Platforms {
+    pub fn new(platforms: impl IntoIterator<Item = Platform>) -> Platforms {
+        let mut out = Platforms::default();
+        for p in platforms {
+            out.insert(p);
+        }
+        out
+    }
+
+    /// Adds a platform, replacing one of the same kind.
+    pub fn insert(&mut self, platform: Platform) {
+        self.0.retain(|p| p.kind() != platform.kind());
+        self.0.push(platform);
+    }
+
+    pub fn get(&self, kind: PlatformKind) -> Option<&Platform> {
+        self.0.iter().find(|p| p.kind() == kind)
+    }
+
+    pub fn kinds(&self) -> impl Iterator<Item = PlatformKind> + '_ {
+        self.0.iter().map(Platform::kind)
     }
 }

@@ -42,6 +42,37 @@ pub struct Status {
     pub in_reply_to_id: Option<String>,
     #[serde(default)]
     pub language: Option<String>,
+    #[serde(default)]
+    pub media_attachments: Vec<Attachment>,
+    /// Mastodon 4.5+: the post this one quotes (`quoted_status`, or only its id when shallow).
+    #[serde(default)]
+    pub quote: Option<Quote>,
+}
+
+/// A media attachment (`MediaAttachment`); `url` is null while a remote file is not cached.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Attachment {
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub preview_url: Option<String>,
+    #[serde(default)]
+    pub remote_url: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// A quote (`Quote` / `ShallowQuote`): `state` is `accepted` when the quoted author allows it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Quote {
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub quoted_status: Option<Box<Status>>,
+    #[serde(default)]
+    pub quoted_status_id: Option<String>,
 }
 
 fn default_visibility() -> String {

@@ -12,7 +12,8 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 
 use super::api::{Account, Instance, Notification, Status};
-use crate::config::{MastodonConfig, Visibility};
+use crate::config::MastodonConfig;
+use crate::model::Visibility;
 use crate::retry::{self, Transient};
 use crate::secret::Secret;
 

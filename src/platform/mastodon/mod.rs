@@ -8,8 +8,8 @@ pub mod text;
 use std::time::Duration;
 
 use crate::compose::TextLimits;
-use crate::config::{MastodonConfig, Visibility};
-use crate::job::{Mention, Post};
+use crate::config::MastodonConfig;
+use crate::model::{Media, MediaKind, Post, Trigger, Visibility};
 use crate::platform::PlatformError;
 use crate::retry::Transient;
 use crate::secret::Secret;
@@ -92,12 +92,10 @@ impl Mastodon {
         ))
     }
 
-    /// The post a mention asks about: its parent, or the mention itself when top-level.
-    pub async fn resolve(&self, mention: &Mention) -> Result<Post, PlatformError> {
-        match &mention.in_reply_to_id {
-            Some(parent) => Ok(to_post(self.client.status(parent).await?)),
-            None => Ok(to_post(self.client.status(&mention.status_id).await?)),
-        }
+    /// The post a trigger asks about: its parent, or the trigger's own post when top-level.
+    pub async fn resolve(&self, trigger: &Trigger) -> Result<Post, PlatformError> {
+        let id = trigger.in_reply_to_id.as_ref().unwrap_or(&trigger.status_id);
+        Ok(to_post(self.client.status(id).await?))
     }
 
     /// Posts one part of a reply; the key makes a repeat return the first post.
@@ -164,12 +162,34 @@ struct Me {
     bot: bool,
 }
 
+/// A Mastodon status as the post the pipeline reads: plain text (content warning first), the
+/// links' full hrefs, attachments with alt text, and the quoted post when its quote is
+/// accepted (Mastodon 4.5; a shallow quote carries only an id, resolved later if needed).
 pub fn to_post(s: Status) -> Post {
     let mut text = text::html_to_text(&s.content);
     if !s.spoiler_text.is_empty() {
         text = format!("{}\n\n{}", s.spoiler_text, text);
     }
+    let media = s
+        .media_attachments
+        .iter()
+        .filter_map(|a| {
+            let url = a.url.clone().or_else(|| a.remote_url.clone())?;
+            Some(Media {
+                kind: MediaKind::parse(&a.kind),
+                url,
+                preview_url: a.preview_url.clone(),
+                alt: a.description.clone().filter(|d| !d.trim().is_empty()),
+            })
+        })
+        .collect();
+    let quote = s
+        .quote
+        .filter(|q| q.state == "accepted")
+        .and_then(|q| q.quoted_status)
+        .map(|q| Box::new(to_post(*q)));
     Post {
+        links: text::links(&s.content),
         id: s.id,
         url: s.url,
         author: s.account.acct.clone(),
@@ -180,6 +200,8 @@ pub fn to_post(s: Status) -> Post {
         created_at: s.created_at,
         visibility: Visibility::parse(&s.visibility).unwrap_or(Visibility::Public),
         language: s.language,
+        media,
+        quote,
     }
 }
 
@@ -199,5 +221,31 @@ mod tests {
         assert!(!is_length_refusal(
             "{\"error\":\"Validation failed: Visibility is not included\"}"
         ));
+    }
+
+    /// A status in Mastodon 4.5's JSON (documented in the Status entity: `media_attachments`,
+    /// `quote {state, quoted_status}`), with a link, a mention and a hashtag as the server
+    /// renders them.
+    #[test]
+    fn a_status_carries_its_media_links_and_quote() {
+        let json = r##"{"id":"2","url":"https://m.example/@a/2","created_at":"2026-11-30T10:00:00.000Z","visibility":"public","language":"en","spoiler_text":"","in_reply_to_id":null,
+          "account":{"id":"1","username":"a","acct":"a","display_name":"A","bot":false,"note":""},
+          "content":"<p><span class=\"h-card\" translate=\"no\"><a href=\"https://m.example/@bob\" class=\"u-url mention\">@<span>bob</span></a></span> see <a href=\"https://news.example/2026/11/a-very-long-article-path\" target=\"_blank\" rel=\"nofollow noopener\"><span class=\"invisible\">https://</span><span class=\"ellipsis\">news.example/2026/11/a-very-lo</span><span class=\"invisible\">ng-article-path</span></a> <a href=\"https://m.example/tags/moon\" class=\"mention hashtag\" rel=\"tag\">#<span>moon</span></a></p>",
+          "media_attachments":[{"id":"9","type":"image","url":"https://files.example/a.png","preview_url":"https://files.example/a_small.png","remote_url":null,"description":"A chart of moon cheese"},
+                               {"id":"10","type":"video","url":null,"remote_url":"https://remote.example/v.mp4","description":""}],
+          "quote":{"state":"accepted","quoted_status":{"id":"1","created_at":"2026-11-29T10:00:00.000Z","account":{"id":"3","acct":"c@else.example"},"content":"<p>The moon is cheese</p>"}}}"##;
+        let post = super::to_post(serde_json::from_str(json).unwrap());
+        assert_eq!(post.links, ["https://news.example/2026/11/a-very-long-article-path"]);
+        assert_eq!(post.media.len(), 2);
+        assert_eq!(post.media[0].kind, crate::model::MediaKind::Image);
+        assert_eq!(post.media[0].alt.as_deref(), Some("A chart of moon cheese"));
+        assert_eq!(post.media[1].url, "https://remote.example/v.mp4");
+        assert_eq!(post.media[1].alt, None);
+        let quote = post.quote.expect("accepted quote");
+        assert_eq!(quote.text, "The moon is cheese");
+        assert_eq!(quote.author, "c@else.example");
+        // A quote not (or no longer) accepted is not shown to the pipeline.
+        let pending = json.replace("\"accepted\"", "\"pending\"");
+        assert!(super::to_post(serde_json::from_str(&pending).unwrap()).quote.is_none());
     }
 }

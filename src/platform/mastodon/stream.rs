@@ -16,11 +16,9 @@ use tokio_util::sync::CancellationToken;
 use super::api::{Notification, StreamFrame};
 use super::client::{MastodonClient, MastodonError};
 use super::text::html_to_text;
-use crate::config::Visibility;
-use crate::intake::{Intake, IntakeError};
-use crate::job::{Mention, PlatformKind};
+use crate::intake::{CursorMove, Event, Intake, IntakeError};
 use crate::metrics::ConnState;
-use crate::store::id_less;
+use crate::model::{id_less, Account, Cause, PlatformKind, Trigger, Visibility};
 
 pub const CURSOR: &str = "mastodon:notifications";
 const PING_EVERY: Duration = Duration::from_secs(30);
@@ -76,7 +74,7 @@ impl MastodonSource {
     }
 
     async fn connect_once(&self, intake: &Intake, shutdown: &CancellationToken) -> Result<(), StreamError> {
-        let from = intake.store().cursor(CURSOR).map_err(IntakeError::from)?;
+        let from = intake.cursor(CURSOR)?;
         let url = format!(
             "{}/api/v1/streaming?stream=user&access_token={}",
             self.streaming_base.trim_end_matches('/'),
@@ -162,11 +160,7 @@ impl MastodonSource {
         let Some(mut cursor) = from else {
             let newest = self.client.mentions(None, 1).await?;
             let start = newest.first().map_or_else(|| "0".to_string(), |n| n.id.clone());
-            intake
-                .store()
-                .advance_cursor(CURSOR, &start)
-                .map_err(IntakeError::from)?;
-            intake.store().flush().map_err(IntakeError::from)?;
+            intake.start_cursor(CURSOR, &start)?;
             tracing::info!(cursor = %start, "first start: mentions from before now are not answered");
             return Ok(());
         };
@@ -197,24 +191,18 @@ impl MastodonSource {
     }
 
     async fn accept(&self, intake: &Intake, n: Notification, advance: bool) -> Result<(), StreamError> {
-        let cursor = n.id.clone();
-        match to_mention(n, &self.bot_account_id) {
-            Some(m) => intake.accept(m, advance.then_some((CURSOR, cursor.as_str()))).await?,
-            None => {
-                if advance {
-                    intake
-                        .store()
-                        .advance_cursor(CURSOR, &cursor)
-                        .map_err(IntakeError::from)?;
-                }
-            }
-        }
+        let cursor = advance.then(|| CursorMove {
+            name: CURSOR.into(),
+            value: n.id.clone(),
+        });
+        let trigger = to_trigger(n, &self.bot_account_id);
+        intake.accept(Event { trigger, cursor }).await?;
         Ok(())
     }
 }
 
-/// A mention notification as a [`Mention`]; `None` (logged) when it carries no status.
-pub fn to_mention(n: Notification, bot_account_id: &str) -> Option<Mention> {
+/// A mention notification as a [`Trigger`]; `None` (logged) when it carries no status.
+pub fn to_trigger(n: Notification, bot_account_id: &str) -> Option<Trigger> {
     let Some(status) = n.status else {
         tracing::warn!(notification = %n.id, "mention without a status; skipped");
         return None;
@@ -223,15 +211,18 @@ pub fn to_mention(n: Notification, bot_account_id: &str) -> Option<Mention> {
     if !status.spoiler_text.is_empty() {
         text = format!("{}\n\n{}", status.spoiler_text, text);
     }
-    Some(Mention {
+    Some(Trigger {
         platform: PlatformKind::Mastodon,
-        notification_id: n.id,
+        cause: Cause::Mention,
+        event_id: n.id,
         status_id: status.id,
         in_reply_to_id: status.in_reply_to_id,
-        requester: n.account.acct.clone(),
-        requester_is_bot: n.account.bot,
-        requester_is_self: n.account.id == bot_account_id,
-        requester_nobot: n.account.opted_out(),
+        author: Account {
+            handle: n.account.acct.clone(),
+            is_bot: n.account.bot,
+            is_self: n.account.id == bot_account_id,
+            nobot: n.account.opted_out(),
+        },
         visibility: Visibility::parse(&status.visibility).unwrap_or(Visibility::Public),
         created_at: status.created_at,
         text,

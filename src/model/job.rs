@@ -1,65 +1,18 @@
-//! A job: one mention (or, later, one hashtag hit) being answered. Its stage outputs are
-//! persisted one by one; the next stage to run is derived from which outputs exist, so a
-//! restart resumes at the first missing one and never repeats finished LLM work.
+//! A job: one trigger (a mention, a hashtag hit, a moderator's flag) being answered. Its stage
+//! outputs are persisted one by one; the next stage to run is derived from which outputs
+//! exist, so a restart resumes at the first missing one and never repeats finished LLM work.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Visibility;
+use super::post::{Post, Visibility};
+use super::retrieval::Retrieval;
+use super::trigger::Trigger;
+use super::usage::Usage;
 
-/// Which platform a job came from. A new platform is a new variant (and a compile error
-/// everywhere it matters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PlatformKind {
-    Mastodon,
-}
-
-impl PlatformKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlatformKind::Mastodon => "mastodon",
-        }
-    }
-}
-
-/// What the daemon learnt from a mention notification, before any further request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Mention {
-    pub platform: PlatformKind,
-    /// The notification's id (the stream cursor).
-    pub notification_id: String,
-    /// The status that mentions the bot.
-    pub status_id: String,
-    /// The status that one replies to, when the mention is a reply.
-    pub in_reply_to_id: Option<String>,
-    /// The requester's handle (`user` or `user@domain`).
-    pub requester: String,
-    pub requester_is_bot: bool,
-    /// The mention was written by the bot's own account.
-    pub requester_is_self: bool,
-    /// The requester's profile text contains `#nobot`.
-    pub requester_nobot: bool,
-    pub visibility: Visibility,
-    pub created_at: DateTime<Utc>,
-    /// The mention's own text (plain), used when the mention is top-level.
-    pub text: String,
-}
-
-/// The post being checked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Post {
-    pub id: String,
-    pub url: Option<String>,
-    pub author: String,
-    pub author_display_name: String,
-    pub author_is_bot: bool,
-    pub author_nobot: bool,
-    pub text: String,
-    pub created_at: DateTime<Utc>,
-    pub visibility: Visibility,
-    pub language: Option<String>,
-}
+/// The record format this build writes. Records of an older format are upgraded on read
+/// ([`super::decode_job`]); a newer one is refused with a message that says so.
+pub const SCHEMA: u32 = 2;
 
 /// How a job ends. Closed: each new case must be handled by the composer and the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,8 +131,10 @@ impl Stage {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
+    /// The record format ([`SCHEMA`] when written by this build).
+    pub schema: u32,
     pub id: String,
-    pub mention: Mention,
+    pub trigger: Trigger,
     pub status: Status,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -187,28 +142,33 @@ pub struct Job {
     pub attempts: u32,
     /// Not before this time (set after a transient failure).
     pub retry_at: Option<DateTime<Utc>>,
+    /// The last transient failure, until a stage succeeds again.
+    #[serde(default)]
+    pub last_error: Option<String>,
     pub target: Option<Post>,
     pub draft: Option<Draft>,
     pub plan: Option<Plan>,
     /// The retrieval pipeline's step outputs (queries, links, pages, evidence).
     #[serde(default)]
-    pub retrieval: Option<crate::pipeline::muse::Retrieval>,
+    pub retrieval: Option<Retrieval>,
     /// Ids of the parts confirmed posted, in order.
     pub posted: Vec<String>,
     pub trace: Vec<StageRecord>,
 }
 
 impl Job {
-    pub fn new(mention: Mention) -> Job {
+    pub fn new(trigger: Trigger) -> Job {
         let now = Utc::now();
         Job {
-            id: job_id(mention.platform, &mention.notification_id),
-            mention,
+            schema: SCHEMA,
+            id: trigger.job_id(),
+            trigger,
             status: Status::Pending,
             created_at: now,
             updated_at: now,
             attempts: 0,
             retry_at: None,
+            last_error: None,
             target: None,
             draft: None,
             plan: None,
@@ -233,14 +193,16 @@ impl Job {
         }
     }
 
-    pub fn tokens(&self) -> (u64, u64) {
-        self.trace
-            .iter()
-            .fold((0, 0), |(p, c), r| (p + r.prompt_tokens, c + r.completion_tokens))
+    /// Tokens of every finished stage.
+    pub fn tokens(&self) -> Usage {
+        self.trace.iter().fold(Usage::default(), |u, r| Usage {
+            prompt_tokens: u.prompt_tokens + r.prompt_tokens,
+            completion_tokens: u.completion_tokens + r.completion_tokens,
+        })
     }
-}
 
-/// The job id of a notification: stable, so a re-delivered mention maps to the same job.
-pub fn job_id(platform: PlatformKind, notification_id: &str) -> String {
-    format!("{}:{}", platform.as_str(), notification_id)
+    /// The key under which the reply to this job's target is recorded (`platform:post id`).
+    pub fn target_key(&self, target_id: &str) -> String {
+        format!("{}:{}", self.trigger.platform.as_str(), target_id)
+    }
 }

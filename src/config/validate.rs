@@ -1,0 +1,338 @@
+//! Config validation: one function per section, each naming the key, the problem and the fix
+//! (`key: problem — fix`), so an operator's mistake is one line that says what to change.
+
+use super::{Config, ConfigProblem, PipelineMode};
+
+/// Collects problems as `key: problem — fix`.
+#[derive(Default)]
+pub(super) struct Problems(pub(super) Vec<ConfigProblem>);
+
+impl Problems {
+    fn bad(&mut self, key: &str, problem: String, fix: &str) {
+        self.0.push(ConfigProblem {
+            key: key.into(),
+            problem,
+            fix: fix.into(),
+        });
+    }
+}
+
+/// Every problem in the config, in section order.
+pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
+    let mut p = Problems::default();
+    for section in [
+        daemon,
+        llm,
+        limits_and_reply,
+        fetch,
+        search,
+        relevance,
+        credibility,
+        mastodon,
+    ] {
+        section(c, &mut p);
+    }
+    p.0
+}
+
+/// `[daemon]` and `[http]`.
+fn daemon(c: &Config, p: &mut Problems) {
+    if c.daemon.state_dir.as_os_str().is_empty() {
+        p.bad(
+            "daemon.state_dir",
+            "is empty".into(),
+            "set a writable folder, e.g. /var/lib/musebot",
+        );
+    }
+    if c.daemon.max_jobs_in_flight == 0 || c.daemon.max_jobs_in_flight > 64 {
+        p.bad(
+            "daemon.max_jobs_in_flight",
+            format!("is {}", c.daemon.max_jobs_in_flight),
+            "use a number from 1 to 64",
+        );
+    }
+    if c.daemon.queue_capacity == 0 || c.daemon.queue_capacity > 100_000 {
+        p.bad(
+            "daemon.queue_capacity",
+            format!("is {}", c.daemon.queue_capacity),
+            "use a number from 1 to 100000",
+        );
+    }
+    if !c.http.listen.is_empty() {
+        match c.http.listen.parse::<std::net::SocketAddr>() {
+            Ok(a) if a.ip().is_loopback() => {}
+            Ok(a) => p.bad(
+                "http.listen",
+                format!("`{a}` is not a loopback address"),
+                "use 127.0.0.1:PORT or [::1]:PORT (metrics are not for the internet)",
+            ),
+            Err(_) => p.bad(
+                "http.listen",
+                format!("`{}` is not an address", c.http.listen),
+                "write IP:PORT, e.g. 127.0.0.1:9187, or \"\" to disable",
+            ),
+        }
+    }
+}
+
+/// `[llm]`.
+fn llm(c: &Config, p: &mut Problems) {
+    check_url(
+        p,
+        "llm.base_url",
+        &c.llm.base_url,
+        "write the API root, e.g. http://127.0.0.1:8088/v1 or https://api.openai.com/v1",
+    );
+    if c.llm.model.trim().is_empty() {
+        p.bad(
+            "llm.model",
+            "is empty".into(),
+            "name the model the endpoint serves, e.g. gpt-4o-mini",
+        );
+    }
+    if c.llm.timeout_secs == 0 {
+        p.bad(
+            "llm.timeout_secs",
+            "is 0".into(),
+            "use a positive number of seconds, e.g. 120",
+        );
+    }
+    if c.llm.max_tokens == 0 {
+        p.bad("llm.max_tokens", "is 0".into(), "use a positive number, e.g. 400");
+    }
+    if !(0.0..=2.0).contains(&c.llm.temperature) {
+        p.bad(
+            "llm.temperature",
+            format!("is {}", c.llm.temperature),
+            "use a value from 0.0 to 2.0",
+        );
+    }
+}
+
+/// `[limits]` and `[reply]`.
+fn limits_and_reply(c: &Config, p: &mut Problems) {
+    if c.limits.checks_per_requester_per_hour == 0 {
+        p.bad(
+            "limits.checks_per_requester_per_hour",
+            "is 0".into(),
+            "use a positive number, e.g. 5",
+        );
+    }
+    if c.reply.max_parts == 0 || c.reply.max_parts > 20 {
+        p.bad(
+            "reply.max_parts",
+            format!("is {}", c.reply.max_parts),
+            "use a number from 1 to 20",
+        );
+    }
+}
+
+/// `[fetch]`.
+fn fetch(c: &Config, p: &mut Problems) {
+    let f = &c.fetch;
+    if f.timeout_secs == 0 {
+        p.bad(
+            "fetch.timeout_secs",
+            "is 0".into(),
+            "use a positive number of seconds, e.g. 15",
+        );
+    }
+    if f.max_body_bytes < 10_000 {
+        p.bad(
+            "fetch.max_body_bytes",
+            format!("is {}", f.max_body_bytes),
+            "use at least 10000 (pages are often 1–3 MB)",
+        );
+    }
+    if f.per_host_concurrency == 0 {
+        p.bad(
+            "fetch.per_host_concurrency",
+            "is 0".into(),
+            "use a positive number, e.g. 2",
+        );
+    }
+    if !f.proxy.is_empty() && reqwest::Proxy::all(&f.proxy).is_err() {
+        p.bad(
+            "fetch.proxy",
+            format!("`{}` is not a proxy URL", f.proxy),
+            "write e.g. http://127.0.0.1:3128 or \"\"",
+        );
+    }
+    for a in &f.test_allow_addrs {
+        if a.parse::<std::net::SocketAddr>().is_err() {
+            p.bad(
+                "fetch.test_allow_addrs",
+                format!("`{a}` is not IP:port"),
+                "write e.g. \"127.0.0.1:8080\" (tests only)",
+            );
+        }
+    }
+}
+
+/// `[search]` (and what `daemon.pipeline = "muse"` needs).
+fn search(c: &Config, p: &mut Problems) {
+    if c.daemon.pipeline == PipelineMode::Muse {
+        if c.search.backends.is_empty() {
+            p.bad("search.backends", "is empty but daemon.pipeline = \"muse\" needs one".into(), "add a backend (e.g. { kind = \"brave\", api_key_env = \"BRAVE_API_KEY\" }) or set daemon.pipeline = \"baseline\"");
+        }
+        for (key, value) in [
+            ("relevance.onnxruntime", &c.relevance.onnxruntime),
+            ("relevance.model", &c.relevance.model),
+            ("relevance.tokenizer", &c.relevance.tokenizer),
+        ] {
+            if value.is_empty() {
+                p.bad(key, "is empty but daemon.pipeline = \"muse\" needs it".into(), "run scripts/setup-sandbox.sh and use the paths it prints in sandbox.env, or set daemon.pipeline = \"baseline\"");
+            }
+        }
+    }
+    for (i, b) in c.search.backends.iter().enumerate() {
+        if b.kind == crate::search::BackendKind::Searxng && b.base_url.is_empty() {
+            p.bad(
+                &format!("search.backends[{i}].base_url"),
+                "is empty for searxng".into(),
+                "set your SearXNG instance's URL",
+            );
+        }
+        if b.kind == crate::search::BackendKind::Google && b.cx.is_empty() {
+            p.bad(
+                &format!("search.backends[{i}].cx"),
+                "is empty for google".into(),
+                "set your Programmable Search Engine id",
+            );
+        }
+        if b.kind.needs_key() && b.api_key_env.is_empty() && b.api_key_file.is_empty() {
+            p.bad(
+                &format!("search.backends[{i}].api_key_env"),
+                "and api_key_file are both empty".into(),
+                "name the environment variable or file holding the API key",
+            );
+        }
+    }
+    if !c.search.before.is_empty() && chrono::DateTime::parse_from_rfc3339(&c.search.before).is_err() {
+        p.bad(
+            "search.before",
+            format!("`{}` is not an RFC 3339 time", c.search.before),
+            "write e.g. 2024-01-31T00:00:00Z or \"\"",
+        );
+    }
+}
+
+/// `[relevance]`.
+fn relevance(c: &Config, p: &mut Problems) {
+    if c.relevance.threads == 0 || c.relevance.threads > 64 {
+        p.bad(
+            "relevance.threads",
+            format!("is {}", c.relevance.threads),
+            "use a number from 1 to 64 (at most your CPU count)",
+        );
+    }
+    let r = &c.relevance;
+    if r.passage_words < 10 {
+        p.bad(
+            "relevance.passage_words",
+            format!("is {}", r.passage_words),
+            "use at least 10 (60 is calibrated)",
+        );
+    }
+    if r.max_passages == 0 || (r.prefilter != 0 && r.prefilter < r.max_passages) {
+        p.bad(
+            "relevance.max_passages",
+            format!("is {} with prefilter {}", r.max_passages, r.prefilter),
+            "use at least 1, and no more than relevance.prefilter (or prefilter = 0, no prefilter)",
+        );
+    }
+    if r.max_pages == 0 {
+        p.bad(
+            "relevance.max_pages",
+            "is 0".into(),
+            "use at least 1 (6 is the default)",
+        );
+    }
+    if !(0.0..=1.0).contains(&c.relevance.threshold) {
+        p.bad(
+            "relevance.threshold",
+            format!("is {}", c.relevance.threshold),
+            "use a cosine between 0 and 1",
+        );
+    }
+}
+
+/// `[credibility]`.
+fn credibility(c: &Config, p: &mut Problems) {
+    let cuts = c.credibility.pc1_cuts;
+    if !(cuts[0] >= cuts[1] && cuts[1] >= cuts[2] && cuts[2] >= 0.0 && cuts[0] <= 1.0) {
+        p.bad(
+            "credibility.pc1_cuts",
+            format!("{cuts:?} is not descending within [0, 1]"),
+            "write [high, medium, low], e.g. [0.90, 0.75, 0.60]",
+        );
+    }
+    for (i, f) in c.credibility.files.iter().enumerate() {
+        if f.format == crate::credibility::load::FileFormat::TierList && f.tier.is_none() {
+            p.bad(
+                &format!("credibility.files[{i}].tier"),
+                "is missing for a tier_list file".into(),
+                "add tier = \"high\" | \"medium\" | \"low\"",
+            );
+        }
+    }
+}
+
+/// `[mastodon]`.
+fn mastodon(c: &Config, p: &mut Problems) {
+    let m = &c.mastodon;
+    if !m.enabled {
+        p.bad(
+            "mastodon.enabled",
+            "is false and no other platform is enabled".into(),
+            "set mastodon.enabled = true",
+        );
+    } else {
+        if m.base_url.is_empty() {
+            p.bad(
+                "mastodon.base_url",
+                "is empty".into(),
+                "set it to your instance, e.g. https://mastodon.social",
+            );
+        } else {
+            check_url(
+                p,
+                "mastodon.base_url",
+                &m.base_url,
+                "set it to your instance, e.g. https://mastodon.social",
+            );
+        }
+        if m.access_token_env.is_empty() && m.access_token_file.is_empty() {
+            p.bad(
+                "mastodon.access_token_env",
+                "and mastodon.access_token_file are both empty".into(),
+                "name the environment variable or file that holds the bot's token",
+            );
+        }
+        if m.requests_per_5min == 0 || m.requests_per_5min > 1500 {
+            p.bad(
+                "mastodon.requests_per_5min",
+                format!("is {}", m.requests_per_5min),
+                "use a number from 1 to 1500 (Mastodon allows 300)",
+            );
+        }
+        if m.reconnect_max_secs == 0 {
+            p.bad(
+                "mastodon.reconnect_max_secs",
+                "is 0".into(),
+                "use a positive number, e.g. 60",
+            );
+        }
+        if m.timeout_secs == 0 {
+            p.bad("mastodon.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
+        }
+    }
+}
+
+fn check_url(p: &mut Problems, key: &str, value: &str, fix: &str) {
+    match url::Url::parse(value) {
+        Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
+        Ok(u) => p.bad(key, format!("scheme `{}` is not http or https", u.scheme()), fix),
+        Err(e) => p.bad(key, format!("`{value}` is not a URL ({e})"), fix),
+    }
+}

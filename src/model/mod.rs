@@ -1,0 +1,21 @@
+//! The persisted records: the ground floor of the crate. Everything stored in sled — the job,
+//! the post, what triggered the job, each pipeline step's output, token usage, visibility —
+//! is defined here, and this module imports nothing from the rest of the crate (checked by
+//! `tests/tidy.rs`). The pipeline, the platforms, intake and the store import it; nothing here
+//! imports upward, so a new capability adds a field or a room, never an import circle.
+
+mod ids;
+mod job;
+mod legacy;
+mod post;
+mod retrieval;
+mod trigger;
+mod usage;
+
+pub use ids::id_less;
+pub use job::{Draft, Job, Outcome, Plan, SkipReason, Stage, StageRecord, Status, SCHEMA};
+pub use legacy::{decode_job, DecodeError};
+pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
+pub use retrieval::{Candidate, DropReason, Dropped, Evidence, KeptPage, Retrieval, StepTrace, Tier};
+pub use trigger::{Account, Cause, Trigger};
+pub use usage::Usage;

@@ -1,0 +1,136 @@
+//! The post being checked, as every platform describes it: text, author, time, visibility,
+//! language, and what later stages need — media with alt text, the links it carries (full
+//! URLs, never the shortened display text) and the post it quotes.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Which platform a job came from. A new platform is a new variant (and a compile error
+/// everywhere it matters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlatformKind {
+    Mastodon,
+}
+
+impl PlatformKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlatformKind::Mastodon => "mastodon",
+        }
+    }
+}
+
+/// Who may read a post, narrowest last (so `max` picks the more private of two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    Public,
+    Unlisted,
+    Private,
+    Direct,
+}
+
+impl Visibility {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Public => "public",
+            Visibility::Unlisted => "unlisted",
+            Visibility::Private => "private",
+            Visibility::Direct => "direct",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "public" => Some(Visibility::Public),
+            "unlisted" => Some(Visibility::Unlisted),
+            "private" => Some(Visibility::Private),
+            "direct" => Some(Visibility::Direct),
+            _ => None,
+        }
+    }
+}
+
+/// What kind of attachment a post carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaKind {
+    Image,
+    /// A looping silent video (Mastodon's `gifv`).
+    Gifv,
+    Video,
+    Audio,
+    Unknown,
+}
+
+impl MediaKind {
+    /// Mastodon's attachment `type` (unknown types parse as `Unknown`).
+    pub fn parse(s: &str) -> MediaKind {
+        match s {
+            "image" => MediaKind::Image,
+            "gifv" => MediaKind::Gifv,
+            "video" => MediaKind::Video,
+            "audio" => MediaKind::Audio,
+            _ => MediaKind::Unknown,
+        }
+    }
+}
+
+/// One attachment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Media {
+    pub kind: MediaKind,
+    /// The full-size file.
+    pub url: String,
+    /// A smaller rendition, where the server offers one.
+    #[serde(default)]
+    pub preview_url: Option<String>,
+    /// The author's description (alt text).
+    #[serde(default)]
+    pub alt: Option<String>,
+}
+
+/// The post being checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Post {
+    pub id: String,
+    pub url: Option<String>,
+    pub author: String,
+    pub author_display_name: String,
+    pub author_is_bot: bool,
+    pub author_nobot: bool,
+    pub text: String,
+    pub created_at: DateTime<Utc>,
+    pub visibility: Visibility,
+    pub language: Option<String>,
+    #[serde(default)]
+    pub media: Vec<Media>,
+    /// The links in the post, as full URLs (mentions and hashtags are not links).
+    #[serde(default)]
+    pub links: Vec<String>,
+    /// The post this one quotes, when the quote is visible (accepted).
+    #[serde(default)]
+    pub quote: Option<Box<Post>>,
+}
+
+impl Post {
+    /// A post with only the fields every source knows; media, links and quote empty.
+    pub fn text_only(id: &str, author: &str, text: &str, created_at: DateTime<Utc>, visibility: Visibility) -> Post {
+        Post {
+            id: id.into(),
+            url: None,
+            author: author.into(),
+            author_display_name: author.into(),
+            author_is_bot: false,
+            author_nobot: false,
+            text: text.into(),
+            created_at,
+            visibility,
+            language: None,
+            media: Vec::new(),
+            links: Vec::new(),
+            quote: None,
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The retrieval pipeline's persisted step outputs ([`Retrieval`]): queries, candidate links,
+//! kept pages, verified evidence, every dropped link with its reason, and per-step traces.
+//! Each step of `pipeline/muse/` reads this record and fills its own field.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::usage::Usage;
+
+/// Citation priority, highest first (Muse's three tiers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    High,
+    Medium,
+    Low,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::High => "high",
+            Tier::Medium => "medium",
+            Tier::Low => "low",
+        }
+    }
+}
+
+/// Why a link or page was left out. Closed: the trace prints each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    LowCredibility,
+    Duplicate,
+    TierFull,
+    Blocked(String),
+    Unreachable(String),
+    TooShort,
+    TooNew,
+    /// The extractor failed on the page (it panicked); the page is skipped.
+    Unreadable(String),
+    LowRelevance,
+    NoEvidence,
+    NotReached,
+    /// Enough relevant pages were found before this one's turn; it was not fetched.
+    NotRead,
+    /// Relevant, but the last wave brought more than `relevance.max_pages` and it ranked lower.
+    Surplus,
+}
+
+impl DropReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DropReason::LowCredibility => "low credibility",
+            DropReason::Duplicate => "duplicate",
+            DropReason::TierFull => "tier full",
+            DropReason::Blocked(_) => "blocked",
+            DropReason::Unreachable(_) => "unreachable",
+            DropReason::TooShort => "too short",
+            DropReason::TooNew => "too new",
+            DropReason::LowRelevance => "low relevance",
+            DropReason::NoEvidence => "no evidence",
+            DropReason::Unreadable(_) => "unreadable",
+            DropReason::NotReached => "not needed (enough refuting pages)",
+            DropReason::NotRead => "not read (enough relevant pages)",
+            DropReason::Surplus => "surplus (more relevant pages than needed)",
+        }
+    }
+}
+
+/// A search result that passed the credibility filter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub url: String,
+    pub title: String,
+    pub domain: String,
+    pub tier: Tier,
+    pub query: String,
+}
+
+/// A page that passed extraction and relevance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptPage {
+    pub url: String,
+    pub title: Option<String>,
+    pub domain: String,
+    pub tier: Tier,
+    pub published: Option<DateTime<Utc>>,
+    pub relevance: f32,
+    /// The most relevant passages, in page order: what the evidence LLM reads.
+    pub passages: Vec<String>,
+    pub words: usize,
+}
+
+/// Verified quotes from one page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub url: String,
+    pub tier: Tier,
+    pub published: Option<DateTime<Utc>>,
+    pub relevance: f32,
+    pub refute: Vec<String>,
+    pub context: Vec<String>,
+    /// Quotes the LLM gave that are not verbatim in the page (dropped).
+    pub unverified: usize,
+}
+
+/// One dropped link or page, for the trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub url: String,
+    pub reason: DropReason,
+}
+
+/// Time and tokens of one finished step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTrace {
+    pub step: String,
+    pub millis: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// Every step's output, persisted with the job. A field is `None` until its step finished.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Retrieval {
+    pub steps: Vec<StepTrace>,
+    pub queries: Option<Vec<String>>,
+    pub candidates: Option<Vec<Candidate>>,
+    pub pages: Option<Vec<KeptPage>>,
+    pub evidence: Option<Vec<Evidence>>,
+    pub dropped: Vec<Dropped>,
+    pub unverified_quotes: usize,
+}
+
+impl Retrieval {
+    /// Records a finished step's time and tokens.
+    pub fn record_step(&mut self, name: &str, millis: u64, u: Usage) {
+        self.steps.push(StepTrace {
+            step: name.into(),
+            millis,
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+        });
+    }
+
+    /// Tokens of every finished step (derived from the step traces).
+    pub fn usage(&self) -> Usage {
+        self.steps.iter().fold(Usage::default(), |u, s| Usage {
+            prompt_tokens: u.prompt_tokens + s.prompt_tokens,
+            completion_tokens: u.completion_tokens + s.completion_tokens,
+        })
+    }
+
+    /// Leaves a link or page out, with its reason.
+    pub fn drop_url(&mut self, url: impl Into<String>, reason: DropReason) {
+        self.dropped.push(Dropped {
+            url: url.into(),
+            reason,
+        });
+    }
+}

@@ -1,0 +1,84 @@
+//! What caused a job: a mention of the bot, a post on a watched hashtag, or a moderator's
+//! flag. Every source (mention stream, hashtag watch, Bluesky notifications) describes its
+//! events as a [`Trigger`], which is all intake needs to know.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::post::{PlatformKind, Visibility};
+
+/// Why the bot is looking at a post. Closed: traces and metrics name each.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Cause {
+    /// Someone tagged the bot: they are the requester, and the reply addresses them.
+    Mention,
+    /// A post on a hashtag that moderators enabled auto-replies for: nobody asked.
+    HashtagHit { tag: String },
+    /// A moderator (or the operator's `musebot check`) asked about a post.
+    ModeratorFlag { moderator: String },
+}
+
+impl Cause {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Cause::Mention => "mention",
+            Cause::HashtagHit { .. } => "hashtag",
+            Cause::ModeratorFlag { .. } => "moderator",
+        }
+    }
+}
+
+/// An account as a trigger describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    /// `user` or `user@domain` (Mastodon), a handle (Bluesky).
+    pub handle: String,
+    pub is_bot: bool,
+    /// The bot's own account.
+    pub is_self: bool,
+    /// The profile text carries the `#nobot` opt-out.
+    pub nobot: bool,
+}
+
+/// One event a source saw, before any further request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trigger {
+    pub platform: PlatformKind,
+    pub cause: Cause,
+    /// The source's id of the event (a mention's notification id, a tagged post's id, a
+    /// command's id): the job id derives from it, so a re-delivered event is one job.
+    pub event_id: String,
+    /// The post that carried the event (the mention, the tagged post, the command).
+    pub status_id: String,
+    /// The post that one replies to, when it is a reply.
+    pub in_reply_to_id: Option<String>,
+    /// Who wrote the event's post.
+    pub author: Account,
+    pub visibility: Visibility,
+    pub created_at: DateTime<Utc>,
+    /// The event post's own text (plain), checked when a mention is top-level.
+    pub text: String,
+}
+
+impl Trigger {
+    /// Who asked, and is addressed by the reply: the author of a mention; nobody for a
+    /// hashtag hit or a moderator's flag (the reply then mentions no one).
+    pub fn requester(&self) -> Option<&Account> {
+        match self.cause {
+            Cause::Mention => Some(&self.author),
+            Cause::HashtagHit { .. } | Cause::ModeratorFlag { .. } => None,
+        }
+    }
+
+    /// The job id: stable, so a re-delivered event maps to the same job. Mentions keep the
+    /// `platform:notification` form of the first stores.
+    pub fn job_id(&self) -> String {
+        let p = self.platform.as_str();
+        match self.cause {
+            Cause::Mention => format!("{p}:{}", self.event_id),
+            Cause::HashtagHit { .. } => format!("{p}:tag:{}", self.event_id),
+            Cause::ModeratorFlag { .. } => format!("{p}:mod:{}", self.event_id),
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Step 4, evidence: pages in order, [`EVIDENCE_PAGES`] per LLM call, until
+//! [`ENOUGH_REFUTING_PAGES`] refute. The LLM reads only each page's most relevant passages and
+//! returns refuting and context quotes; **every quote must appear verbatim** in one page's
+//! passages and is credited to that page (≤ [`QUOTES_PER_PAGE`] of each kind per page, Muse's
+//! rule); quotes found in no page are dropped and counted. Fills `Retrieval::evidence`.
+
+use minijinja::context;
+
+use super::{post_context, Muse};
+use crate::llm::ChatMessage;
+use crate::model::{DropReason, Dropped, Evidence, KeptPage, Post, Retrieval, Usage};
+use crate::pipeline::{parse, PipelineError};
+
+/// Pages the evidence LLM reads in one call.
+pub const EVIDENCE_PAGES: usize = 2;
+/// Refuting quotes, and context quotes, kept per page (Muse).
+pub const QUOTES_PER_PAGE: usize = 2;
+/// Evidence extraction stops once this many pages refute the post (Muse).
+pub const ENOUGH_REFUTING_PAGES: usize = 2;
+
+pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
+    let pages = r.pages.clone().unwrap_or_default();
+    let (evidence, usage) = evidence(m, post, &pages, &mut r.dropped).await?;
+    r.unverified_quotes = evidence.iter().map(|e| e.unverified).sum();
+    r.evidence = Some(
+        evidence
+            .into_iter()
+            .filter(|e| !e.refute.is_empty() || !e.context.is_empty())
+            .collect(),
+    );
+    Ok(usage)
+}
+
+/// Quotes from pages in order, [`EVIDENCE_PAGES`] pages per LLM call, until enough refute.
+/// One call reads a wave of pages: the post and the instructions are sent once, not once per
+/// page. Each quote is credited to the page whose passages hold it verbatim; quotes found in
+/// none are dropped and counted on the wave's first page; at most two of each kind per page.
+async fn evidence(
+    m: &Muse,
+    post: &Post,
+    pages: &[KeptPage],
+    dropped: &mut Vec<Dropped>,
+) -> Result<(Vec<Evidence>, Usage), PipelineError> {
+    let mut usage = Usage::default();
+    let mut out = Vec::new();
+    let mut refuting = 0;
+    for (wave_no, wave) in pages.chunks(EVIDENCE_PAGES).enumerate() {
+        if refuting >= ENOUGH_REFUTING_PAGES {
+            for p in &pages[wave_no * EVIDENCE_PAGES..] {
+                dropped.push(Dropped {
+                    url: p.url.clone(),
+                    reason: DropReason::NotReached,
+                });
+            }
+            break;
+        }
+        let max_each = QUOTES_PER_PAGE * wave.len();
+        let system = m.prompts.render("evidence.system.j2", context! { n => wave.len() })?;
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "refute": {"type": "array", "items": {"type": "string"}, "maxItems": max_each},
+            "context": {"type": "array", "items": {"type": "string"}, "maxItems": max_each}}, "required": ["refute", "context"]});
+        let mut ctx = post_context(post);
+        let listed: Vec<serde_json::Value> = wave
+            .iter()
+            .map(|page| {
+                serde_json::json!({
+                    "published": page.published.map(|d| d.to_rfc3339()).unwrap_or_else(|| "unknown".into()),
+                    "passages": page.passages,
+                })
+            })
+            .collect();
+        ctx.insert("pages".into(), serde_json::json!(listed));
+        let user = m.prompts.render("evidence.user.j2", &ctx)?;
+        let c = m
+            .llm
+            .chat_json(
+                &[ChatMessage::system(system), ChatMessage::user(user)],
+                "evidence",
+                &schema,
+            )
+            .await?;
+        usage.prompt_tokens += c.prompt_tokens;
+        usage.completion_tokens += c.completion_tokens;
+        let (refute, context) = parse::evidence(&c.text, max_each);
+        let sources: Vec<String> = wave.iter().map(|p| parse::normalize(&p.passages.join("\n"))).collect();
+        let (found, unverified) = attribute(refute, context, &sources);
+        if unverified > 0 {
+            tracing::info!(url = %wave[0].url, unverified, "dropped quotes not found verbatim in the pages");
+        }
+        for (i, (page, (refute, context))) in wave.iter().zip(found).enumerate() {
+            if refute.is_empty() && context.is_empty() {
+                dropped.push(Dropped {
+                    url: page.url.clone(),
+                    reason: DropReason::NoEvidence,
+                });
+            }
+            refuting += usize::from(!refute.is_empty());
+            out.push(Evidence {
+                url: page.url.clone(),
+                tier: page.tier,
+                published: page.published,
+                relevance: page.relevance,
+                refute,
+                context,
+                unverified: if i == 0 { unverified } else { 0 },
+            });
+        }
+    }
+    Ok((out, usage))
+}
+
+/// Refuting and context quotes credited to one page.
+type PageQuotes = (Vec<String>, Vec<String>);
+
+/// Credits each quote to the first page whose (normalised) text holds it verbatim and still has
+/// room ([`QUOTES_PER_PAGE`] of each kind per page); returns per page (refute, context) and how
+/// many quotes no page holds.
+fn attribute(refute: Vec<String>, context: Vec<String>, sources: &[String]) -> (Vec<PageQuotes>, usize) {
+    let mut found: Vec<PageQuotes> = vec![(Vec::new(), Vec::new()); sources.len()];
+    let mut unverified = 0;
+    let quotes = refute
+        .into_iter()
+        .map(|q| (q, true))
+        .chain(context.into_iter().map(|q| (q, false)));
+    for (quote, is_refute) in quotes {
+        let holders: Vec<usize> = (0..sources.len())
+            .filter(|&i| parse::is_verbatim(&quote, &sources[i]))
+            .collect();
+        if holders.is_empty() {
+            unverified += 1;
+            continue;
+        }
+        let room = |i: &usize| {
+            let (refute, context) = &found[*i];
+            (if is_refute { refute } else { context }).len() < QUOTES_PER_PAGE
+        };
+        if let Some(i) = holders.into_iter().find(room) {
+            let list = if is_refute { &mut found[i].0 } else { &mut found[i].1 };
+            list.push(quote.trim().to_string());
+        }
+    }
+    (found, unverified)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_credited_to_the_page_that_holds_them() {
+        let sources: Vec<String> = [
+            "The Apollo samples show the Moon is made of rock. Officials said so in 1970.",
+            "A second article: the lunar crust is anorthosite, not cheese, geologists say.",
+        ]
+        .map(parse::normalize)
+        .to_vec();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (found, unverified) = attribute(
+            s(&[
+                "the lunar crust is anorthosite, not cheese",
+                "The Apollo samples show the Moon is made of rock.",
+                "The Moon is made entirely of green cheese, NASA said",
+                "Officials said so in 1970.",
+                "The Apollo samples show the Moon",
+            ]),
+            s(&[
+                "  geologists say.  ",
+                "lunar crust is anorthosite, not cheese, geologists say.",
+            ]),
+            &sources,
+        );
+        assert_eq!(unverified, 2, "the fabricated quote and the too-short one: {found:?}");
+        // Page 1: two refuting quotes at most (the third is over the cap); page 2: its own.
+        assert_eq!(
+            found[0].0,
+            s(&[
+                "The Apollo samples show the Moon is made of rock.",
+                "Officials said so in 1970."
+            ])
+        );
+        assert_eq!(found[1].0, s(&["the lunar crust is anorthosite, not cheese"]));
+        assert_eq!(
+            found[1].1,
+            s(&["lunar crust is anorthosite, not cheese, geologists say."])
+        );
+        assert!(found[0].1.is_empty());
+    }
+}

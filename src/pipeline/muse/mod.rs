@@ -1,0 +1,132 @@
+//! The Muse retrieval pipeline (seed 000, Methods), one room per step:
+//! [`queries`] → [`search_policy`] (search, credibility, tier caps) → [`pages`] (fetch →
+//! extract → relevance, read in waves) → [`evidence`] (verbatim-checked quotes) → [`reply`].
+//! Each step reads the persisted [`Retrieval`] and fills its own field; [`Muse::draft`] is the
+//! driver, which checkpoints after every finished step, so a restart resumes after the last
+//! one without repeating its LLM calls.
+
+pub mod evidence;
+pub mod pages;
+pub mod queries;
+pub mod reply;
+pub mod search_policy;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use minijinja::context;
+
+use super::PipelineError;
+use crate::credibility::Credibility;
+use crate::fetch::Fetcher;
+use crate::llm::LlmClient;
+use crate::model::{Draft, Outcome, Post, Retrieval, Usage};
+use crate::prompts::Prompts;
+use crate::relevance::{Embedder, RelevanceConfig};
+use crate::search::Searcher;
+
+/// Queries for a text-only post (Muse: 3; 5 once image descriptions exist).
+pub const TEXT_QUERIES: usize = queries::TEXT_QUERIES;
+
+/// What the steps share: the clients and settings, never per-job state (that is the record).
+pub struct Muse {
+    pub llm: LlmClient,
+    pub prompts: Arc<Prompts>,
+    pub searcher: Arc<Searcher>,
+    pub fetcher: Fetcher,
+    pub credibility: Arc<Credibility>,
+    pub embedder: Arc<Embedder>,
+    pub relevance: RelevanceConfig,
+    /// Only what was published before this moment counts (the paper's fair-comparison setting).
+    pub before: Option<DateTime<Utc>>,
+}
+
+/// The steps that fill the record, in order. Closed: a new step is a new variant and a room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Queries,
+    Search,
+    Pages,
+    Evidence,
+}
+
+impl Step {
+    pub const ALL: [Step; 4] = [Step::Queries, Step::Search, Step::Pages, Step::Evidence];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Queries => "queries",
+            Step::Search => "search",
+            Step::Pages => "pages",
+            Step::Evidence => "evidence",
+        }
+    }
+
+    /// Whether the record already holds this step's output.
+    pub fn done(self, r: &Retrieval) -> bool {
+        match self {
+            Step::Queries => r.queries.is_some(),
+            Step::Search => r.candidates.is_some(),
+            Step::Pages => r.pages.is_some(),
+            Step::Evidence => r.evidence.is_some(),
+        }
+    }
+}
+
+impl Muse {
+    /// The driver: runs the steps the record lacks, calling `checkpoint` after each finished
+    /// one, then writes the reply. A post with no checkable claim (no queries) ends early.
+    pub async fn draft(
+        &self,
+        post: &Post,
+        r: &mut Retrieval,
+        checkpoint: &mut (dyn FnMut(&Retrieval) + Send),
+    ) -> Result<(Draft, Usage), PipelineError> {
+        for step in Step::ALL {
+            if r.queries.as_ref().is_some_and(Vec::is_empty) {
+                let text = self.prompts.render("notice_nothing_to_check.j2", context! {})?;
+                let draft = Draft {
+                    outcome: Outcome::NothingToCheck,
+                    text,
+                    urls: Vec::new(),
+                };
+                return Ok((draft, r.usage()));
+            }
+            if step.done(r) {
+                continue;
+            }
+            let started = Instant::now();
+            let usage = match step {
+                Step::Queries => queries::run(self, post, r).await?,
+                Step::Search => search_policy::run(self, r).await,
+                Step::Pages => pages::run(self, post, r).await?,
+                Step::Evidence => evidence::run(self, post, r).await?,
+            };
+            r.record_step(step.as_str(), started.elapsed().as_millis() as u64, usage);
+            checkpoint(r);
+        }
+        let started = Instant::now();
+        let evidence = r.evidence.clone().unwrap_or_default();
+        let (draft, usage) = reply::run(self, post, &evidence).await?;
+        r.record_step("reply", started.elapsed().as_millis() as u64, usage);
+        Ok((draft, r.usage()))
+    }
+}
+
+/// What every prompt says about the post: author, time and text.
+pub(crate) fn post_context(post: &Post) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("author".into(), serde_json::json!(post.author_display_name));
+    m.insert("created_at".into(), serde_json::json!(post.created_at.to_rfc3339()));
+    m.insert("text".into(), serde_json::json!(post.text));
+    m
+}
+
+/// Tokens of one LLM completion.
+pub(crate) fn usage_of(c: &crate::llm::Completion) -> Usage {
+    Usage {
+        prompt_tokens: c.prompt_tokens,
+        completion_tokens: c.completion_tokens,
+    }
+}

@@ -1,0 +1,230 @@
+//! Step 3, pages: candidates are read tier first (search order within a tier) in waves until
+//! `relevance.max_pages` pages pass relevance; the rest are never fetched ("not read") and the
+//! last wave's extra relevant pages are "surplus". A wave is fetched through the SSRF guard
+//! [`FETCH_PARALLEL`] at a time and extracted on blocking threads (a panic in the extractor
+//! costs that page only); each page is cut into passages, a BM25 prefilter of the post's words
+//! keeps the best few, only those are embedded, and a page scores its best passage's cosine.
+//! Fills `Retrieval::pages` (tier, then relevance); costs no LLM tokens.
+
+use chrono::{DateTime, Utc};
+use futures_util::stream::{self, StreamExt};
+
+use super::Muse;
+use crate::extract::{self, Decision};
+use crate::model::{Candidate, DropReason, Dropped, KeptPage, Post, Retrieval, Usage};
+use crate::pipeline::PipelineError;
+use crate::relevance;
+
+/// Pages fetched at once.
+pub const FETCH_PARALLEL: usize = 4;
+
+pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
+    let candidates = r.candidates.clone().unwrap_or_default();
+    let pages = read_pages(m, post, candidates, m.before, &mut r.dropped).await?;
+    r.pages = Some(pages);
+    Ok(Usage::default())
+}
+
+/// Reads candidates tier first (search order within a tier) in waves, until
+/// `relevance.max_pages` pages pass the relevance threshold; the rest are not fetched.
+/// Extraction and embedding run on blocking threads. Kept pages: tier, then relevance.
+async fn read_pages(
+    m: &Muse,
+    post: &Post,
+    mut candidates: Vec<Candidate>,
+    before: Option<DateTime<Utc>>,
+    dropped: &mut Vec<Dropped>,
+) -> Result<Vec<KeptPage>, PipelineError> {
+    candidates.sort_by_key(|c| c.tier);
+    let post_text = strip_urls(&post.text);
+    let max_pages = m.relevance.max_pages.max(1);
+    let mut post_vec: Option<Vec<f32>> = None;
+    let mut kept = Vec::new();
+    let mut rest = candidates.into_iter();
+    loop {
+        let wave: Vec<Candidate> = rest
+            .by_ref()
+            .take((max_pages.saturating_sub(kept.len())).max(FETCH_PARALLEL))
+            .collect();
+        if wave.is_empty() {
+            break;
+        }
+        let readable = match &post_vec {
+            Some(_) => fetch_wave(m, wave, before, dropped).await,
+            None => {
+                // The post is embedded while the first wave downloads.
+                let (vector, readable) =
+                    tokio::join!(embed(m, vec![post_text.clone()]), fetch_wave(m, wave, before, dropped));
+                post_vec = vector?.pop();
+                readable
+            }
+        };
+        let post_vec = post_vec
+            .as_deref()
+            .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
+        kept.extend(score_wave(m, &post_text, post_vec, readable, dropped).await?);
+        if kept.len() >= max_pages {
+            dropped.extend(rest.by_ref().map(|c| Dropped {
+                url: c.url,
+                reason: DropReason::NotRead,
+            }));
+            break;
+        }
+    }
+    kept.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.relevance.total_cmp(&a.relevance)));
+    // The last wave may bring more than needed: the evidence step reads the best max_pages.
+    for extra in kept.split_off(max_pages.min(kept.len())) {
+        dropped.push(Dropped {
+            url: extra.url,
+            reason: DropReason::Surplus,
+        });
+    }
+    Ok(kept)
+}
+
+/// Fetches and extracts one wave of candidates, [`FETCH_PARALLEL`] at a time.
+async fn fetch_wave(
+    m: &Muse,
+    wave: Vec<Candidate>,
+    before: Option<DateTime<Utc>>,
+    dropped: &mut Vec<Dropped>,
+) -> Vec<(Candidate, extract::Page)> {
+    let fetched: Vec<(Candidate, Result<extract::Page, DropReason>)> = stream::iter(wave)
+        .map(|c| async move {
+            let page = match m.fetcher.fetch(&c.url).await {
+                Ok(f) => {
+                    let url = f.url.to_string();
+                    match tokio::task::spawn_blocking(move || extract::extract(&f.html, Some(&url))).await {
+                        Ok(page) => match extract::decide(&page, before) {
+                            Decision::Keep => Ok(page),
+                            Decision::TooShort { .. } => Err(DropReason::TooShort),
+                            Decision::TooNew { .. } => Err(DropReason::TooNew),
+                        },
+                        // A panic inside the extractor costs this page only.
+                        Err(e) => {
+                            tracing::warn!(url = %c.url, error = %e, "the extractor failed; page skipped");
+                            Err(DropReason::Unreadable(e.to_string()))
+                        }
+                    }
+                }
+                Err(e) if e.reason() == "blocked" => Err(DropReason::Blocked(e.to_string())),
+                Err(e) => Err(DropReason::Unreachable(e.to_string())),
+            };
+            (c, page)
+        })
+        .buffered(FETCH_PARALLEL)
+        .collect()
+        .await;
+    let mut readable = Vec::new();
+    for (c, page) in fetched {
+        match page {
+            Ok(p) => readable.push((c, p)),
+            Err(reason) => dropped.push(Dropped { url: c.url, reason }),
+        }
+    }
+    readable
+}
+
+/// Scores pages by their best passage among those the lexical prefilter picks; keeps those
+/// at or above the threshold with their most relevant passages, in page order.
+async fn score_wave(
+    m: &Muse,
+    post_text: &str,
+    post_vec: &[f32],
+    readable: Vec<(Candidate, extract::Page)>,
+    dropped: &mut Vec<Dropped>,
+) -> Result<Vec<KeptPage>, PipelineError> {
+    let cfg = &m.relevance;
+    let per_page: Vec<Vec<String>> = readable
+        .iter()
+        .map(|(_, p)| {
+            let all = relevance::passages(&p.text, cfg.passage_words);
+            let top = relevance::lexical_top(post_text, &all, cfg.prefilter);
+            top.into_iter().map(|i| all[i].clone()).collect()
+        })
+        .collect();
+    let vectors = embed(m, per_page.iter().flatten().cloned().collect()).await?;
+    let mut vectors = vectors.iter();
+    let mut kept = Vec::new();
+    for ((c, page), passages) in readable.into_iter().zip(per_page) {
+        let mut scored: Vec<(usize, f32)> = (0..passages.len())
+            .map(|i| {
+                (
+                    i,
+                    relevance::cosine(post_vec, vectors.next().expect("one vector per passage")),
+                )
+            })
+            .collect();
+        let best = scored.iter().map(|s| s.1).fold(f32::MIN, f32::max);
+        if best < cfg.threshold {
+            tracing::debug!(url = %c.url, best, "low relevance");
+            dropped.push(Dropped {
+                url: c.url,
+                reason: DropReason::LowRelevance,
+            });
+            continue;
+        }
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut top: Vec<usize> = scored.iter().take(cfg.max_passages).map(|s| s.0).collect();
+        top.sort_unstable();
+        kept.push(KeptPage {
+            url: c.url,
+            title: page.title,
+            domain: c.domain,
+            tier: c.tier,
+            published: page.date,
+            relevance: best,
+            passages: top.into_iter().map(|i| passages[i].clone()).collect(),
+            words: page.word_count,
+        });
+    }
+    Ok(kept)
+}
+
+/// Embeds on a blocking thread (the model is CPU-bound).
+async fn embed(m: &Muse, texts: Vec<String>) -> Result<Vec<Vec<f32>>, PipelineError> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let embedder = m.embedder.clone();
+    tokio::task::spawn_blocking(move || embedder.embed(&texts))
+        .await
+        .map_err(|e| PipelineError::Relevance(e.to_string()))?
+        .map_err(|e| PipelineError::Relevance(e.to_string()))
+}
+
+/// The post's text without links (`scheme://…`, `www.…`, bare `host.tld/path`), which would
+/// only add noise to the embedding and the BM25 query. `scripts/calibrate_relevance.py`
+/// (`clean`) removes the same.
+fn strip_urls(text: &str) -> String {
+    let is_link = |w: &str| {
+        let lower = w.to_lowercase();
+        let bare_host_path = w.split_once('/').is_some_and(|(host, _)| {
+            let host = host.trim_start_matches(|c: char| !c.is_alphanumeric());
+            host.contains('.')
+                && !host.starts_with('.')
+                && !host.ends_with('.')
+                && host
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        });
+        lower.contains("://") || lower.starts_with("www.") || bare_host_path
+    };
+    text.split_whitespace()
+        .filter(|w| !is_link(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_stripped_from_the_post() {
+        assert_eq!(
+            strip_urls("Look https://t.co/x and www.site.com or twitter.com/elonjet/1 (see news.example/a) 3.5/10 ok"),
+            "Look and or (see ok" // as calibrate_relevance.py's clean() gives
+        );
+    }
+}

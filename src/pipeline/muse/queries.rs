@@ -1,0 +1,31 @@
+//! Step 1, queries: the LLM writes up to [`TEXT_QUERIES`] search queries from the post's text,
+//! time and author (`chat_json` with a schema where the endpoint honours it; `parse::queries`
+//! tolerates prose, lists and "none"). Fills `Retrieval::queries`; none means nothing to check.
+
+use minijinja::context;
+
+use super::{post_context, usage_of, Muse};
+use crate::llm::ChatMessage;
+use crate::model::{Post, Retrieval, Usage};
+use crate::pipeline::{parse, PipelineError};
+
+/// Queries for a text-only post (Muse: 3; 5 once image descriptions exist).
+pub const TEXT_QUERIES: usize = 3;
+
+pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
+    let system = m.prompts.render("queries.system.j2", context! { n => TEXT_QUERIES })?;
+    let user = m.prompts.render("queries.user.j2", post_context(post))?;
+    let schema = serde_json::json!({"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}, "maxItems": TEXT_QUERIES}}, "required": ["queries"]});
+    let c = m
+        .llm
+        .chat_json(
+            &[ChatMessage::system(system), ChatMessage::user(user)],
+            "queries",
+            &schema,
+        )
+        .await?;
+    let queries = parse::queries(&c.text, TEXT_QUERIES);
+    tracing::info!(?queries, "queries generated");
+    r.queries = Some(queries);
+    Ok(usage_of(&c))
+}

@@ -1,0 +1,87 @@
+//! Step 5, reply: facts sorted by tier, relevance and closeness to the post's date; the reply
+//! must cite at least one evidence URL and state a verdict (`parse::states_a_verdict`; one
+//! regeneration), else the honest insufficient-evidence reply with an accuracy nudge. Returns
+//! the [`Draft`], which the worker persists with the job.
+
+use minijinja::context;
+
+use super::{post_context, Muse};
+use crate::llm::ChatMessage;
+use crate::model::{Draft, Evidence, Outcome, Post, Usage};
+use crate::pipeline::{parse, PipelineError};
+
+/// Word budget of the reply.
+pub const REPLY_WORDS: u32 = 120;
+
+/// The reply from the evidence; must cite at least one evidence URL (one regeneration),
+/// else the honest insufficient-evidence reply.
+pub async fn run(m: &Muse, post: &Post, evidence: &[Evidence]) -> Result<(Draft, Usage), PipelineError> {
+    let insufficient = || -> Result<(Draft, Usage), PipelineError> {
+        let text = m.prompts.render("reply_insufficient.j2", context! {})?;
+        Ok((
+            Draft {
+                outcome: Outcome::Insufficient,
+                text,
+                urls: Vec::new(),
+            },
+            Usage::default(),
+        ))
+    };
+    if evidence.is_empty() {
+        return insufficient();
+    }
+    let mut facts: Vec<(&Evidence, &String)> = evidence
+        .iter()
+        .flat_map(|e| e.refute.iter().chain(e.context.iter()).map(move |q| (e, q)))
+        .collect();
+    // Tier, then relevance, then closeness to the post's date.
+    let distance = |e: &Evidence| {
+        e.published
+            .map_or(i64::MAX, |d| (d - post.created_at).num_seconds().abs())
+    };
+    facts.sort_by(|(a, _), (b, _)| {
+        a.tier
+            .cmp(&b.tier)
+            .then(b.relevance.total_cmp(&a.relevance))
+            .then(distance(a).cmp(&distance(b)))
+    });
+    let facts_ctx: Vec<serde_json::Value> = facts
+        .iter()
+        .map(|(e, q)| serde_json::json!({"quote": q, "url": e.url, "published": e.published.map(|d| d.format("%Y-%m-%d").to_string()).unwrap_or_else(|| "unknown".into())}))
+        .collect();
+    let urls: Vec<String> = evidence.iter().map(|e| e.url.clone()).collect();
+    let system = m
+        .prompts
+        .render("reply_muse.system.j2", context! { max_words => REPLY_WORDS })?;
+    let mut usage = Usage::default();
+    for retry in [false, true] {
+        let mut ctx = post_context(post);
+        ctx.insert("facts".into(), serde_json::json!(facts_ctx));
+        ctx.insert("retry".into(), serde_json::json!(retry));
+        let user = m.prompts.render("reply_muse.user.j2", &ctx)?;
+        let c = m
+            .llm
+            .chat(&[ChatMessage::system(system.clone()), ChatMessage::user(user)])
+            .await?;
+        usage.prompt_tokens += c.prompt_tokens;
+        usage.completion_tokens += c.completion_tokens;
+        let cites = urls.iter().any(|u| c.text.contains(u.as_str()));
+        if cites && parse::states_a_verdict(&c.text, &post.text) {
+            return Ok((
+                Draft {
+                    outcome: Outcome::Reply,
+                    text: c.text,
+                    urls,
+                },
+                usage,
+            ));
+        }
+        tracing::warn!(
+            retry,
+            cites,
+            "the reply cites no evidence URL, or takes no position on the post"
+        );
+    }
+    let (draft, _) = insufficient()?;
+    Ok((draft, usage))
+}

@@ -1,0 +1,104 @@
+//! A scripted platform for the stage machine's in-process tests (`worker` tests): targets by
+//! id, a queue of failures to answer with, and a record of every part "posted" with its key,
+//! so a test sees exactly what a real server would have received.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::compose::TextLimits;
+use crate::model::{Post, Trigger};
+use crate::platform::PlatformError;
+
+/// Which call a scripted failure answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Resolve,
+    Post,
+}
+
+pub struct Double {
+    pub bot: String,
+    pub limits: TextLimits,
+    /// Posts by id (a trigger resolves to its parent, else to its own post).
+    pub posts: Mutex<HashMap<String, Post>>,
+    /// Scripted failures: (call, which call of that kind, counted from 0 over the double's
+    /// life, error). Each answers once.
+    pub failures: Mutex<Vec<(Call, usize, PlatformError)>>,
+    /// Every accepted part: (key, reply_to, text). A repeated key returns the first id.
+    pub posted: Mutex<Vec<(String, String, String)>>,
+    /// Every call, in order (for "what was tried").
+    pub calls: Mutex<Vec<Call>>,
+}
+
+impl Double {
+    pub fn new(limits: TextLimits) -> Double {
+        Double {
+            bot: "musebot".into(),
+            limits,
+            posts: Mutex::default(),
+            failures: Mutex::default(),
+            posted: Mutex::default(),
+            calls: Mutex::default(),
+        }
+    }
+
+    pub fn add_post(&self, post: Post) {
+        self.posts.lock().unwrap().insert(post.id.clone(), post);
+    }
+
+    /// The next call of this kind not already scripted to fail answers `error`.
+    pub fn fail(&self, call: Call, error: PlatformError) {
+        let mut at = self.count(call);
+        let mut failures = self.failures.lock().unwrap();
+        while failures.iter().any(|(c, n, _)| *c == call && *n == at) {
+            at += 1;
+        }
+        failures.push((call, at, error));
+    }
+
+    /// Call number `nth` of this kind (from 0, over the double's life) answers `error`.
+    pub fn fail_at(&self, call: Call, nth: usize, error: PlatformError) {
+        self.failures.lock().unwrap().push((call, nth, error));
+    }
+
+    /// How many calls of this kind were made.
+    pub fn count(&self, call: Call) -> usize {
+        self.calls.lock().unwrap().iter().filter(|c| **c == call).count()
+    }
+
+    fn scripted(&self, call: Call) -> Result<(), PlatformError> {
+        let nth = self.count(call);
+        self.calls.lock().unwrap().push(call);
+        let mut failures = self.failures.lock().unwrap();
+        match failures.iter().position(|(c, n, _)| *c == call && *n == nth) {
+            Some(i) => Err(failures.remove(i).2),
+            None => Ok(()),
+        }
+    }
+
+    pub fn resolve(&self, trigger: &Trigger) -> Result<Post, PlatformError> {
+        self.scripted(Call::Resolve)?;
+        let id = trigger.in_reply_to_id.as_ref().unwrap_or(&trigger.status_id);
+        self.posts
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| PlatformError::Gone(format!("no post {id}")))
+    }
+
+    pub fn post(&self, text: &str, reply_to: &str, key: &str) -> Result<(String, Option<String>), PlatformError> {
+        self.scripted(Call::Post)?;
+        let mut posted = self.posted.lock().unwrap();
+        if let Some(i) = posted.iter().position(|(k, _, _)| k == key) {
+            return Ok((format!("p{i}"), None));
+        }
+        posted.push((key.into(), reply_to.into(), text.into()));
+        let i = posted.len() - 1;
+        Ok((format!("p{i}"), Some(format!("https://double.example/p{i}"))))
+    }
+
+    pub fn texts(&self) -> Vec<String> {
+        self.posted.lock().unwrap().iter().map(|p| p.2.clone()).collect()
+    }
+}

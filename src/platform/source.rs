@@ -1,0 +1,31 @@
+//! Sources: what listens for triggers (today Mastodon's mention stream; later a hashtag watch
+//! and Bluesky notifications). Every source speaks the one shape intake understands —
+//! [`crate::intake::Event`]: an optional trigger and the cursor position it reached — and
+//! reads its cursor through intake. Only intake moves cursors; sources never touch the store.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::intake::Intake;
+use crate::model::PlatformKind;
+use crate::platform::mastodon::stream::MastodonSource;
+
+/// A running listener. Closed: a new source is a new variant.
+pub enum Source {
+    /// Mentions over the streaming API, with REST catch-up from the cursor.
+    Mastodon(MastodonSource),
+}
+
+impl Source {
+    pub fn kind(&self) -> PlatformKind {
+        match self {
+            Source::Mastodon(_) => PlatformKind::Mastodon,
+        }
+    }
+
+    /// Runs until `stop`; every failure becomes a reconnect, never an error.
+    pub async fn run(self, intake: Intake, stop: CancellationToken) {
+        match self {
+            Source::Mastodon(s) => s.run(intake, stop).await,
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The dispatcher: feeds workers from the bounded queue plus a periodic sweep of the store
+//! (jobs of configured platforms, due for a retry), at most `max_jobs_in_flight` at once; on
+//! shutdown it stops taking jobs and gives in-flight ones the grace period.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::Worker;
+
+/// How often the dispatcher re-reads unfinished jobs from the store.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
+
+/// Feeds workers from the queue and the store; on shutdown stops taking jobs, gives in-flight
+/// ones `grace` to finish, then aborts them (their last finished stage is saved).
+pub async fn dispatch(
+    worker: Arc<Worker>,
+    mut queue: mpsc::Receiver<String>,
+    max_in_flight: usize,
+    grace: Duration,
+    shutdown: CancellationToken,
+) {
+    let permits = Arc::new(Semaphore::new(max_in_flight));
+    let in_flight: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let mut tasks = JoinSet::new();
+    let mut sweep = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        let ids: Vec<String> = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            id = queue.recv() => match id { Some(id) => vec![id], None => break },
+            _ = sweep.tick() => match worker.store.pending_jobs() {
+                Ok(jobs) => {
+                    let now = chrono::Utc::now();
+                    jobs.into_iter()
+                        .filter(|j| j.retry_at.is_none_or(|t| t <= now))
+                        .filter(|j| worker.platforms.get(j.trigger.platform).is_some())
+                        .map(|j| j.id)
+                        .collect()
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read pending jobs");
+                    Vec::new()
+                }
+            },
+        };
+        while tasks.try_join_next().is_some() {}
+        for id in ids {
+            if !in_flight.lock().expect("in-flight lock").insert(id.clone()) {
+                continue;
+            }
+            let permit = tokio::select! {
+                _ = shutdown.cancelled() => {
+                    in_flight.lock().expect("in-flight lock").remove(&id);
+                    break;
+                }
+                p = permits.clone().acquire_owned() => p.expect("semaphore never closed"),
+            };
+            let worker = worker.clone();
+            let in_flight = in_flight.clone();
+            tasks.spawn(async move {
+                worker.run(&id).await;
+                in_flight.lock().expect("in-flight lock").remove(&id);
+                drop(permit);
+            });
+        }
+    }
+    let running = tasks.len();
+    if running > 0 {
+        tracing::info!(
+            running,
+            grace_s = grace.as_secs(),
+            "shutting down: letting in-flight jobs finish"
+        );
+        let drained = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        if drained.is_err() {
+            tracing::warn!(
+                left = tasks.len(),
+                "grace period over: checkpointed jobs resume at next start"
+            );
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        }
+    }
+}

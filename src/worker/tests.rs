@@ -1,0 +1,276 @@
+//! The stage machine in-process: a scripted platform ([`Double`]) and a scripted LLM on
+//! loopback (the same peer the integration tests use, `tests/common/llm.rs`), a store in a
+//! temporary directory. Resume after every stage, transient vs fatal errors, part-by-part
+//! posting with stable keys, the re-split of a refused part, jobs of unconfigured platforms.
+
+#[path = "../../tests/common/llm.rs"]
+mod llm;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::*;
+use crate::compose::TextLimits;
+use crate::config::{Config, PipelineMode};
+use crate::metrics::Metrics;
+use crate::model::{Account, Cause, PlatformKind, Post, Trigger, Visibility};
+use crate::platform::double::{Call, Double};
+use llm::{Script, ScriptedLlm};
+
+/// A verdict long enough to need three parts under 120 characters.
+const VERDICT: &str = "This post is false. The Moon is made of rock, as the Apollo samples showed in 1969 and every mission since then has confirmed again, and no cheese has ever been found on it by anyone.";
+
+struct Bench {
+    worker: Worker,
+    double: Arc<Double>,
+    llm: ScriptedLlm,
+    _dir: tempfile::TempDir,
+}
+
+async fn bench(script: Script) -> Bench {
+    let llm = ScriptedLlm::start(script).await;
+    let mut config = Config::default();
+    config.daemon.pipeline = PipelineMode::Baseline;
+    config.llm.base_url = llm.base_url.clone();
+    config.llm.max_retries = 0;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let pipeline = crate::pipeline::build(&config, Some(store.clone()), None).unwrap();
+    let double = Arc::new(Double::new(TextLimits {
+        max_chars: 120,
+        chars_per_url: 23,
+    }));
+    double.add_post(Post::text_only(
+        "100",
+        "carol",
+        "The Moon is made of cheese.",
+        chrono::Utc::now(),
+        Visibility::Public,
+    ));
+    let worker = Worker {
+        store,
+        platforms: Platforms::new([Platform::Double(double.clone())]),
+        prompts: pipeline.prompts.clone(),
+        pipeline,
+        metrics: Metrics::new(),
+        reply: config.reply.clone(),
+    };
+    Bench {
+        worker,
+        double,
+        llm,
+        _dir: dir,
+    }
+}
+
+fn mention(id: &str) -> Trigger {
+    Trigger {
+        platform: PlatformKind::Mastodon,
+        cause: Cause::Mention,
+        event_id: id.into(),
+        status_id: format!("m{id}"),
+        in_reply_to_id: Some("100".into()),
+        author: Account {
+            handle: "bob".into(),
+            is_bot: false,
+            is_self: false,
+            nobot: false,
+        },
+        visibility: Visibility::Public,
+        created_at: chrono::Utc::now(),
+        text: "@musebot is this true?".into(),
+    }
+}
+
+impl Bench {
+    fn add(&self, trigger: Trigger) -> String {
+        let job = Job::new(trigger);
+        self.worker.store.save(&job).unwrap();
+        job.id
+    }
+
+    /// Runs the job as the dispatcher would once it is due (a retry's wait is skipped).
+    async fn run(&self, id: &str) -> Job {
+        let mut job = self.worker.store.job(id).unwrap().unwrap();
+        job.retry_at = None;
+        self.worker.store.save(&job).unwrap();
+        self.worker.run(id).await;
+        self.worker.store.job(id).unwrap().unwrap()
+    }
+
+    fn llm_calls(&self) -> usize {
+        self.llm.calls.load(Ordering::SeqCst)
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.double.posted.lock().unwrap().iter().map(|p| p.0.clone()).collect()
+    }
+}
+
+#[tokio::test]
+async fn a_job_runs_every_stage_and_posts_a_chained_thread() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let id = b.add(mention("1"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done);
+    let stages: Vec<Stage> = job.trace.iter().map(|r| r.stage).collect();
+    assert_eq!(stages, [Stage::Resolve, Stage::Draft, Stage::Compose, Stage::Post]);
+    let posted = b.double.posted.lock().unwrap().clone();
+    assert!(posted.len() >= 2, "a long verdict is a thread: {posted:?}");
+    assert_eq!(posted[0].1, "100", "the first part answers the post asked about");
+    for (i, (key, reply_to, _)) in posted.iter().enumerate().skip(1) {
+        assert_eq!(*reply_to, format!("p{}", i - 1), "part {i} answers part {}", i - 1);
+        assert_eq!(*key, format!("musebot-{id}-{i}"));
+    }
+    assert!(posted[0].2.starts_with("@bob "), "{}", posted[0].2);
+    assert!(posted.iter().all(|p| p.2.chars().count() <= 120));
+    assert_eq!(job.posted.len(), posted.len());
+    assert_eq!(b.llm_calls(), 1);
+}
+
+/// A crash after any stage: the next run starts at the first missing output and repeats no
+/// finished work (no second resolve, LLM call or post).
+#[tokio::test]
+async fn a_restart_after_any_stage_repeats_nothing() {
+    let reference = bench(Script::reply(VERDICT)).await;
+    let id = reference.add(mention("1"));
+    let finished = reference.run(&id).await;
+    let parts = finished.posted.len();
+    for after in 0..=4 {
+        let b = bench(Script::reply(VERDICT)).await;
+        let mut job = finished.clone();
+        job.status = Status::Pending;
+        job.trace.clear();
+        if after < 4 {
+            job.posted.clear();
+        }
+        if after < 3 {
+            job.plan = None;
+        }
+        if after < 2 {
+            job.draft = None;
+        }
+        if after < 1 {
+            job.target = None;
+        }
+        b.worker.store.save(&job).unwrap();
+        // What the first run had already posted before the "crash".
+        if after == 4 {
+            job.posted.truncate(1);
+            b.worker.store.save(&job).unwrap();
+            let first = finished.plan.as_ref().unwrap().parts[0].clone();
+            b.double.post(&first, "100", &format!("musebot-{id}-0")).unwrap();
+            b.double.calls.lock().unwrap().clear();
+            b.double.failures.lock().unwrap().clear();
+        }
+        let done = b.run(&id).await;
+        assert_eq!(done.status, Status::Done, "after {after} stages");
+        let calls = b.double.calls.lock().unwrap().clone();
+        let resolves = calls.iter().filter(|c| **c == Call::Resolve).count();
+        assert_eq!(resolves, usize::from(after < 1), "after {after} stages: {calls:?}");
+        assert_eq!(b.llm_calls(), usize::from(after < 2), "after {after} stages");
+        let expected_posts = if after == 4 { parts - 1 } else { parts };
+        let posts = calls.iter().filter(|c| **c == Call::Post).count();
+        assert_eq!(posts, expected_posts, "after {after} stages: {calls:?}");
+        assert_eq!(b.keys().len(), parts, "every part exactly once");
+    }
+}
+
+#[tokio::test]
+async fn a_failure_between_two_parts_resumes_at_the_next_part() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let id = b.add(mention("1"));
+    // Part 0 goes through; part 1 meets a network failure.
+    b.double
+        .fail_at(Call::Post, 1, PlatformError::Transient("connection reset".into()));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Pending);
+    assert_eq!(job.posted.len(), 1, "{job:?}");
+    assert_eq!(job.attempts, 1);
+    assert!(job.retry_at.is_some());
+    assert_eq!(job.last_error.as_deref(), Some("connection reset"));
+    let done = b.run(&id).await;
+    assert_eq!(done.status, Status::Done);
+    let keys = b.keys();
+    let expected: Vec<String> = (0..keys.len()).map(|i| format!("musebot-{id}-{i}")).collect();
+    assert_eq!(keys, expected, "no part twice, none skipped");
+    assert_eq!(b.llm_calls(), 1);
+}
+
+#[tokio::test]
+async fn transient_errors_retry_then_fail_fatal_errors_fail_at_once() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let id = b.add(mention("1"));
+    for _ in 0..MAX_ATTEMPTS {
+        b.double
+            .fail(Call::Resolve, PlatformError::Transient("HTTP 503".into()));
+    }
+    let mut job = b.run(&id).await;
+    assert_eq!(job.status, Status::Pending);
+    assert!(job.retry_at.is_some_and(|t| t > chrono::Utc::now()));
+    for _ in 1..MAX_ATTEMPTS {
+        job = b.run(&id).await;
+    }
+    assert_eq!(job.status, Status::Failed("HTTP 503".into()));
+    assert_eq!(job.attempts, MAX_ATTEMPTS);
+
+    let id = b.add(mention("2"));
+    b.double.fail(Call::Resolve, PlatformError::Fatal("HTTP 401".into()));
+    assert_eq!(b.run(&id).await.status, Status::Failed("HTTP 401".into()));
+
+    let id = b.add(mention("3"));
+    b.double.fail(Call::Resolve, PlatformError::Gone("HTTP 404".into()));
+    assert_eq!(
+        b.run(&id).await.status,
+        Status::Skipped(SkipReason::TargetUnavailable("HTTP 404".into()))
+    );
+    assert_eq!(b.llm_calls(), 0);
+}
+
+#[tokio::test]
+async fn a_part_refused_as_too_long_is_resplit_once_with_keys_of_its_own() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let id = b.add(mention("1"));
+    b.double.fail(
+        Call::Post,
+        PlatformError::TooLong("Text character limit of 120 exceeded".into()),
+    );
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done);
+    assert!(job.plan.as_ref().unwrap().as_written);
+    let keys = b.keys();
+    assert!(keys.iter().all(|k| k.ends_with('w')), "{keys:?}");
+
+    let id = b.add(mention("2"));
+    for _ in 0..2 {
+        b.double.fail(Call::Post, PlatformError::TooLong("too long".into()));
+    }
+    let job = b.run(&id).await;
+    assert!(
+        matches!(job.status, Status::Failed(_)),
+        "a second refusal is final: {job:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_trigger_nobody_asked_for_mentions_no_one() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let mut t = mention("7");
+    t.cause = Cause::HashtagHit { tag: "moon".into() };
+    let id = b.add(t);
+    assert_eq!(id, "mastodon:tag:7");
+    assert_eq!(b.run(&id).await.status, Status::Done);
+    let texts = b.double.texts();
+    assert!(texts.iter().all(|t| !t.contains("@bob")), "{texts:?}");
+}
+
+#[tokio::test]
+async fn a_job_of_a_platform_not_configured_waits() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    b.worker.platforms = Platforms::default();
+    let id = b.add(mention("1"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Pending);
+    assert!(job.trace.is_empty());
+    assert!(b.double.calls.lock().unwrap().is_empty());
+}

@@ -1,0 +1,103 @@
+//! A scripted OpenAI-compatible LLM server on loopback: fixed or computed answers, scripted
+//! failures and delays, every request recorded. Needs only external crates (no `super::`), so
+//! `benches/pipeline.rs` and `src/worker/tests.rs` include this same file with `#[path]`.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// Computes a scripted answer from the request body (for multi-step pipelines).
+pub type Router = Arc<dyn Fn(&Value) -> String + Send + Sync>;
+
+/// What the scripted LLM answers.
+#[derive(Clone)]
+pub struct Script {
+    /// When set, answers are computed from the request instead of `reply`.
+    pub router: Option<Router>,
+    /// The reply text (may echo the post: `{post}` is replaced by the user message).
+    pub reply: String,
+    /// Answer this many first requests with this HTTP status.
+    pub fail_first: usize,
+    pub fail_status: u16,
+    pub delay: Duration,
+}
+
+impl Script {
+    pub fn reply(text: &str) -> Script {
+        Script {
+            router: None,
+            reply: text.into(),
+            fail_first: 0,
+            fail_status: 500,
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub fn routed(router: impl Fn(&Value) -> String + Send + Sync + 'static) -> Script {
+        Script {
+            router: Some(Arc::new(router)),
+            ..Script::reply("")
+        }
+    }
+}
+
+/// A scripted OpenAI-compatible server on loopback.
+pub struct ScriptedLlm {
+    pub base_url: String,
+    pub calls: Arc<AtomicUsize>,
+    pub requests: Arc<Mutex<Vec<Value>>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedLlm {
+    pub async fn start(script: Script) -> ScriptedLlm {
+        use axum::routing::post;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let (c, r) = (calls.clone(), requests.clone());
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            post(move |axum::Json(body): axum::Json<Value>| {
+                let (c, r, script) = (c.clone(), r.clone(), script.clone());
+                async move {
+                    let n = c.fetch_add(1, Ordering::SeqCst);
+                    r.lock().unwrap().push(body.clone());
+                    tokio::time::sleep(script.delay).await;
+                    if n < script.fail_first {
+                        let code = axum::http::StatusCode::from_u16(script.fail_status).unwrap();
+                        return (code, [("retry-after", "0")], axum::Json(json!({"error": {"message": "scripted failure"}})));
+                    }
+                    let user = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_string();
+                    let content = match &script.router {
+                        Some(route) => route(&body),
+                        None => script.reply.replace("{post}", &user),
+                    };
+                    (
+                        axum::http::StatusCode::OK,
+                        [("retry-after", "0")],
+                        axum::Json(json!({
+                            "id": "chatcmpl-test", "object": "chat.completion",
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                            "usage": {"prompt_tokens": 42, "completion_tokens": 17, "total_tokens": 59}
+                        })),
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        ScriptedLlm {
+            base_url: format!("http://{addr}/v1"),
+            calls,
+            requests,
+            _task: task,
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! The web on loopback: a [`Site`] serving pages by path (the daemon reaches it under real
+//! publishers' host names through `fetch.test_resolve`), and a SearXNG-format
+//! [`SearchServer`] whose results a closure computes from the query. Needs only external
+//! crates (no `super::`), so `benches/pipeline.rs` includes this same file with `#[path]`.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Path as AxPath, Query};
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use serde_json::{json, Value};
+
+/// Serves `router` on a free loopback port until the test's runtime ends.
+pub async fn serve(router: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    addr
+}
+
+/// Pages by path (`/world/report` → HTML); anything else is a 404.
+pub struct Site {
+    pub addr: SocketAddr,
+}
+
+impl Site {
+    pub async fn start(pages: BTreeMap<String, String>) -> Site {
+        let pages = Arc::new(pages);
+        let router = axum::Router::new().route(
+            "/{*path}",
+            get(move |AxPath(path): AxPath<String>| {
+                let pages = pages.clone();
+                async move {
+                    match pages.get(&format!("/{path}")) {
+                        Some(html) => Html(html.clone()).into_response(),
+                        None => (axum::http::StatusCode::NOT_FOUND, "no").into_response(),
+                    }
+                }
+            }),
+        );
+        Site {
+            addr: serve(router).await,
+        }
+    }
+
+    /// `fetch.test_resolve` entries that send each host to this site.
+    pub fn resolve_entries(&self, hosts: &[&str]) -> Vec<String> {
+        hosts.iter().map(|h| format!("{h}={}", self.addr)).collect()
+    }
+}
+
+/// Computes the results (`{url, title, content}`) for a query.
+pub type Results = Arc<dyn Fn(&str) -> Vec<Value> + Send + Sync>;
+
+/// A SearXNG JSON API (`GET /search?q=…&format=json`).
+pub struct SearchServer {
+    pub addr: SocketAddr,
+}
+
+impl SearchServer {
+    pub async fn start(results: impl Fn(&str) -> Vec<Value> + Send + Sync + 'static) -> SearchServer {
+        let results: Results = Arc::new(results);
+        let router = axum::Router::new().route(
+            "/search",
+            get(move |Query(q): Query<BTreeMap<String, String>>| {
+                let results = results.clone();
+                async move {
+                    assert_eq!(
+                        q.get("format").map(String::as_str),
+                        Some("json"),
+                        "SearXNG is asked for JSON"
+                    );
+                    let query = q.get("q").cloned().unwrap_or_default();
+                    axum::Json(json!({"query": query, "results": results(&query)}))
+                }
+            }),
+        );
+        SearchServer {
+            addr: serve(router).await,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
