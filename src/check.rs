@@ -11,7 +11,6 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::model::{Account, Cause, Job, PlatformKind, Post, Retrieval, Stage, Status, StepTrace, Trigger, Visibility};
 use crate::platform::dry_run::DryRun;
-use crate::platform::mastodon::client::MastodonClient;
 use crate::platform::mastodon::Mastodon;
 use crate::platform::{Platform, Platforms};
 use crate::secret;
@@ -95,20 +94,9 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
 /// The Mastodon client `check` reads a post URL with (the instance's limits, no identity).
 async fn mastodon_reader(config: &Config) -> anyhow::Result<Mastodon> {
     let m = &config.mastodon;
-    let token =
-        secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?.expect("required");
-    let client = MastodonClient::new(m, token)?;
-    let instance = client.instance().await.unwrap_or_default();
-    let limits = TextLimits {
-        max_chars: instance.configuration.statuses.max_characters,
-        chars_per_url: instance.configuration.statuses.characters_reserved_per_url,
-    };
-    Ok(Mastodon {
-        client,
-        limits,
-        bot_acct: String::new(),
-        bot_account_id: String::new(),
-    })
+    let token = secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?
+        .expect("required");
+    Ok(Mastodon::reader(m, token).await?)
 }
 
 /// The finished job as a report: the stage trace with the retrieval steps in place of the

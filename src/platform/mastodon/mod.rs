@@ -52,14 +52,8 @@ impl Mastodon {
     pub async fn connect(config: &MastodonConfig, token: Secret) -> Result<(Mastodon, MastodonSource), PlatformError> {
         let client = MastodonClient::new(config, token).map_err(PlatformError::from)?;
         let me = verify_credentials(&client).await?;
-        let instance = client.instance().await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "instance info unavailable; assuming 500 characters, URLs 23");
-            api::Instance::default()
-        });
-        let limits = TextLimits {
-            max_chars: instance.configuration.statuses.max_characters,
-            chars_per_url: instance.configuration.statuses.characters_reserved_per_url,
-        };
+        let instance = instance_of(&client).await;
+        let limits = limits_of(&instance);
         if config.set_bot_flag && !me.bot {
             match client.set_bot_flag().await {
                 Ok(a) if a.bot => tracing::info!("account flagged as a bot"),
@@ -90,6 +84,18 @@ impl Mastodon {
             },
             source,
         ))
+    }
+
+    /// A client that only reads (`musebot check`): the instance's limits, no identity check.
+    pub async fn reader(config: &MastodonConfig, token: Secret) -> Result<Mastodon, PlatformError> {
+        let client = MastodonClient::new(config, token).map_err(PlatformError::from)?;
+        let limits = limits_of(&instance_of(&client).await);
+        Ok(Mastodon {
+            client,
+            limits,
+            bot_acct: String::new(),
+            bot_account_id: String::new(),
+        })
     }
 
     /// The post a trigger asks about: its parent, or the trigger's own post when top-level.
@@ -152,6 +158,22 @@ async fn verify_credentials(client: &MastodonClient) -> Result<Me, PlatformError
             format!("verify_credentials: the server's account JSON is not Mastodon's ({}) — is mastodon.base_url a Mastodon-compatible server?", e.message),
         )),
         Err(e) => Err(PlatformError::Transient(format!("verify_credentials: {e}"))),
+    }
+}
+
+/// The instance's description; the defaults (500 characters, URLs 23) when it is unavailable.
+async fn instance_of(client: &MastodonClient) -> api::Instance {
+    client.instance().await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "instance info unavailable; assuming 500 characters, URLs 23");
+        api::Instance::default()
+    })
+}
+
+/// How the instance counts a post's length.
+fn limits_of(instance: &api::Instance) -> TextLimits {
+    TextLimits {
+        max_chars: instance.configuration.statuses.max_characters,
+        chars_per_url: instance.configuration.statuses.characters_reserved_per_url,
     }
 }
 
