@@ -82,7 +82,11 @@ async fn evidence(
         usage.prompt_tokens += c.prompt_tokens;
         usage.completion_tokens += c.completion_tokens;
         let (refute, context) = parse::evidence(&c.text, max_each);
-        let sources: Vec<String> = wave.iter().map(|p| parse::normalize(&p.passages.join("\n"))).collect();
+        // Each passage on its own: a "quote" stitched across two passages is not verbatim.
+        let sources: Vec<Vec<String>> = wave
+            .iter()
+            .map(|p| p.passages.iter().map(|x| parse::normalize(x)).collect())
+            .collect();
         let (found, unverified) = attribute(refute, context, &sources);
         if unverified > 0 {
             tracing::info!(url = %wave[0].url, unverified, "dropped quotes not found verbatim in the pages");
@@ -112,10 +116,10 @@ async fn evidence(
 /// Refuting and context quotes credited to one page.
 type PageQuotes = (Vec<String>, Vec<String>);
 
-/// Credits each quote to the first page whose (normalised) text holds it verbatim and still has
+/// Credits each quote to the first page one of whose (normalised) passages holds it verbatim and still has
 /// room ([`QUOTES_PER_PAGE`] of each kind per page); returns per page (refute, context) and how
 /// many quotes no page holds.
-fn attribute(refute: Vec<String>, context: Vec<String>, sources: &[String]) -> (Vec<PageQuotes>, usize) {
+fn attribute(refute: Vec<String>, context: Vec<String>, sources: &[Vec<String>]) -> (Vec<PageQuotes>, usize) {
     let mut found: Vec<PageQuotes> = vec![(Vec::new(), Vec::new()); sources.len()];
     let mut unverified = 0;
     let quotes = refute
@@ -124,7 +128,7 @@ fn attribute(refute: Vec<String>, context: Vec<String>, sources: &[String]) -> (
         .chain(context.into_iter().map(|q| (q, false)));
     for (quote, is_refute) in quotes {
         let holders: Vec<usize> = (0..sources.len())
-            .filter(|&i| parse::is_verbatim(&quote, &sources[i]))
+            .filter(|&i| sources[i].iter().any(|passage| parse::is_verbatim(&quote, passage)))
             .collect();
         if holders.is_empty() {
             unverified += 1;
@@ -148,11 +152,11 @@ mod tests {
 
     #[test]
     fn quotes_are_credited_to_the_page_that_holds_them() {
-        let sources: Vec<String> = [
+        let sources: Vec<Vec<String>> = [
             "The Apollo samples show the Moon is made of rock. Officials said so in 1970.",
             "A second article: the lunar crust is anorthosite, not cheese, geologists say.",
         ]
-        .map(parse::normalize)
+        .map(|p| vec![parse::normalize(p)])
         .to_vec();
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let (found, unverified) = attribute(
@@ -184,5 +188,20 @@ mod tests {
             s(&["lunar crust is anorthosite, not cheese, geologists say."])
         );
         assert!(found[0].1.is_empty());
+    }
+
+    /// The verbatim check runs per passage: the end of one passage glued to the start of the
+    /// next is not a quote, even though the two sit side by side in the page.
+    #[test]
+    fn a_quote_stitched_across_two_passages_is_rejected() {
+        let page = vec![
+            parse::normalize("The agency said the samples were collected in 1969 by the crew."),
+            parse::normalize("Cheese was never found in any of the lunar samples studied since."),
+        ];
+        let stitched = "collected in 1969 by the crew. Cheese was never found".to_string();
+        let within = "Cheese was never found in any of the lunar samples".to_string();
+        let (found, unverified) = attribute(vec![stitched, within.clone()], Vec::new(), &[page]);
+        assert_eq!(unverified, 1, "{found:?}");
+        assert_eq!(found[0].0, vec![within]);
     }
 }
