@@ -58,6 +58,8 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
         pipeline,
         metrics: Metrics::new(),
         reply: config.reply.clone(),
+        limits: config.limits.clone(),
+        privacy: config.privacy.clone(),
     };
     let job = Job::new(Trigger {
         platform: PlatformKind::Mastodon,
@@ -67,6 +69,8 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
         event_id: "check".into(),
         status_id: target.into(),
         in_reply_to_id: None,
+        quote_of: None,
+        asked_in_text: true,
         author: Account {
             handle: "operator".into(),
             is_bot: false,
@@ -94,8 +98,8 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
 /// The Mastodon client `check` reads a post URL with (the instance's limits, no identity).
 async fn mastodon_reader(config: &Config) -> anyhow::Result<Mastodon> {
     let m = &config.mastodon;
-    let token = secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?
-        .expect("required");
+    let token =
+        secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?.expect("required");
     Ok(Mastodon::reader(m, token).await?)
 }
 

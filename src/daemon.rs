@@ -75,9 +75,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let intake = Intake::new(
         store.clone(),
         metrics.clone(),
-        prompts.clone(),
         queue_tx,
-        config.limits.checks_per_requester_per_hour,
         config.mastodon.allowed_bots.clone(),
     );
     let worker = Arc::new(Worker {
@@ -87,6 +85,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         prompts,
         metrics,
         reply: config.reply.clone(),
+        limits: config.limits.clone(),
+        privacy: config.privacy.clone(),
     });
 
     let intake_stop = shutdown.child_token();

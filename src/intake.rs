@@ -1,26 +1,22 @@
 //! Intake: turns a source's [`Event`] into a persisted job (exactly once per event id), applies
-//! the skip rules (own posts, bots, `#nobot`) and the per-requester quota, then hands the job
-//! id to the workers through a bounded queue. A full queue drops nothing: the job is already in
+//! the skip rules that need no further request (own posts, bots, `#nobot` requesters), then
+//! hands the job id to the workers (the quota is charged by the resolve stage, only for jobs
+//! that will be answered) through a bounded queue. A full queue drops nothing: the job is already in
 //! the store and the dispatcher's sweep picks it up. Intake is the only mover of cursors:
 //! sources report how far they read in each event and never touch the store.
 
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio::sync::mpsc;
 
 use crate::metrics::SharedMetrics;
-use crate::model::{Draft, Job, Outcome, Post, SkipReason, Status, Trigger};
-use crate::prompts::{PromptError, Prompts};
+use crate::model::{Job, Post, SkipReason, Status, Trigger};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IntakeError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error(transparent)]
-    Prompt(#[from] PromptError),
 }
 
 /// What a source reports: a trigger (or none, for an event that is not one, such as another
@@ -46,31 +42,17 @@ pub struct Intake {
 struct Inner {
     store: Store,
     metrics: SharedMetrics,
-    prompts: Arc<Prompts>,
     queue: mpsc::Sender<String>,
-    quota: DefaultKeyedRateLimiter<String>,
-    per_hour: u32,
     allowed_bots: Vec<String>,
 }
 
 impl Intake {
-    pub fn new(
-        store: Store,
-        metrics: SharedMetrics,
-        prompts: Arc<Prompts>,
-        queue: mpsc::Sender<String>,
-        per_hour: u32,
-        allowed_bots: Vec<String>,
-    ) -> Intake {
-        let n = NonZeroU32::new(per_hour.max(1)).expect("max(1)");
+    pub fn new(store: Store, metrics: SharedMetrics, queue: mpsc::Sender<String>, allowed_bots: Vec<String>) -> Intake {
         Intake {
             inner: Arc::new(Inner {
                 store,
                 metrics,
-                prompts,
                 queue,
-                quota: RateLimiter::keyed(Quota::per_hour(n)),
-                per_hour,
                 allowed_bots,
             }),
         }
@@ -114,7 +96,7 @@ impl Intake {
         let platform = trigger.platform.as_str();
         let cause = trigger.cause.as_str();
         let mut job = Job::new(trigger);
-        self.triage(&mut job)?;
+        self.triage(&mut job);
         if !inner.store.enqueue(&job, cursor)? {
             return Ok(());
         }
@@ -138,8 +120,8 @@ impl Intake {
         Ok(())
     }
 
-    /// Applies the skip rules and the quota to a new job.
-    fn triage(&self, job: &mut Job) -> Result<(), IntakeError> {
+    /// Applies the skip rules to a new job.
+    fn triage(&self, job: &mut Job) {
         let inner = &self.inner;
         let t = &job.trigger;
         let author = &t.author;
@@ -158,32 +140,7 @@ impl Intake {
         };
         if let Some(reason) = skip {
             job.status = Status::Skipped(reason);
-            return Ok(());
         }
-        // The quota is per requester; a trigger nobody asked for (a hashtag hit) has none.
-        let Some(requester) = t.requester() else {
-            return Ok(());
-        };
-        let key = format!("{}:{}", t.platform.as_str(), requester.handle.to_ascii_lowercase());
-        if inner.quota.check_key(&key).is_ok() {
-            inner.store.bump(&format!("checks:{key}"))?;
-            return Ok(());
-        }
-        let window = chrono::Utc::now().format("%Y%m%d%H");
-        if inner.store.set_once(&format!("notice:{key}:{window}"))? {
-            let text = inner
-                .prompts
-                .render("notice_quota.j2", minijinja::context! { per_hour => inner.per_hour })?;
-            job.target = Some(trigger_as_post(t));
-            job.draft = Some(Draft {
-                outcome: Outcome::QuotaNotice,
-                text,
-                urls: Vec::new(),
-            });
-        } else {
-            job.status = Status::Skipped(SkipReason::OverQuotaSilenced);
-        }
-        Ok(())
     }
 }
 

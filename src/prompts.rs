@@ -20,6 +20,7 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "notice_quota.j2",
     "notice_already_answered.j2",
     "notice_nothing_to_check.j2",
+    "notice_not_public.j2",
     "reply_insufficient.j2",
     "reply_unverified.j2",
     "queries.system.j2",

@@ -203,6 +203,26 @@ impl Store {
         Ok(v.map_or(0, |b| u64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]))))
     }
 
+    /// Charges job `job_id` to the counter `key` (a requester's window) unless `limit` jobs
+    /// are already charged to it; `true` when the job may go on. Charging the same job again
+    /// (a stage re-run after a crash) is free. Atomic and flushed: a restart, or a crash
+    /// loop, cannot reset a requester's quota.
+    pub fn charge(&self, key: &str, job_id: &str, limit: u32) -> Result<bool, StoreError> {
+        let decode =
+            |b: Option<&[u8]>| -> Vec<String> { b.and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default() };
+        let mut allowed = false;
+        self.quota.update_and_fetch(key, |old| {
+            let mut jobs = decode(old);
+            allowed = jobs.iter().any(|j| j == job_id) || jobs.len() < limit as usize;
+            if allowed && !jobs.iter().any(|j| j == job_id) {
+                jobs.push(job_id.to_string());
+            }
+            Some(serde_json::to_vec(&jobs).expect("job ids serialise"))
+        })?;
+        self.flush()?;
+        Ok(allowed)
+    }
+
     /// Sets a flag once; `true` if this call set it.
     pub fn set_once(&self, key: &str) -> Result<bool, StoreError> {
         Ok(self
@@ -235,6 +255,8 @@ mod tests {
             event_id: id.into(),
             status_id: "s".into(),
             in_reply_to_id: None,
+            quote_of: None,
+            asked_in_text: true,
             author: Account {
                 handle: "alice".into(),
                 is_bot: false,
@@ -261,6 +283,22 @@ mod tests {
         let s = Store::open(dir.path()).unwrap();
         assert_eq!(s.pending_jobs().unwrap().len(), 1);
         assert_eq!(s.cursor("m").unwrap().as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn a_quota_charges_each_job_once_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Store::open(dir.path()).unwrap();
+            assert!(s.charge("q:bob:h1", "j1", 2).unwrap());
+            assert!(s.charge("q:bob:h1", "j1", 2).unwrap(), "the same job again is free");
+            assert!(s.charge("q:bob:h1", "j2", 2).unwrap());
+            assert!(!s.charge("q:bob:h1", "j3", 2).unwrap());
+            assert!(s.charge("q:bob:h2", "j3", 2).unwrap(), "another window");
+        }
+        let s = Store::open(dir.path()).unwrap();
+        assert!(!s.charge("q:bob:h1", "j4", 2).unwrap(), "a restart does not reset it");
+        assert!(s.charge("q:bob:h1", "j2", 2).unwrap());
     }
 
     #[test]

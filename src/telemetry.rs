@@ -1,13 +1,13 @@
 //! Logging setup: `tracing-subscriber` in text or JSON, filtered by `RUST_LOG` or the config.
-//! Whatever the filter says, megalodon and tungstenite are capped at `error`: megalodon 1.3
-//! logs the streaming URL, which carries the access token, at info/warn.
+//! Whatever the filter says, tungstenite is capped at `error`: its logs may carry the streaming
+//! URL, which holds the access token (megalodon, no longer linked, logged it at info/warn).
 
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{LogConfig, LogFormat};
 
 /// Targets that may print secrets; forced to `error` whatever the user's filter says.
-pub const SECRET_LEAKING_TARGETS: &[&str] = &["megalodon", "tungstenite", "tokio_tungstenite"];
+pub const SECRET_LEAKING_TARGETS: &[&str] = &["tungstenite", "tokio_tungstenite"];
 
 pub fn filter(config_filter: &str) -> EnvFilter {
     let base = std::env::var("RUST_LOG")

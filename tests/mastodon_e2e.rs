@@ -329,3 +329,111 @@ async fn the_account_is_flagged_as_a_bot_at_start_and_logs_can_be_json() {
     );
     assert!(!log.contains(BOT_TOKEN));
 }
+
+/// Answer only when asked: once the bot has replied in a thread, clients pre-fill its handle
+/// in every later reply (mastodon-mock renders mentions as plain text, as a client would
+/// have typed them). Those replies, and replies to the bot's own reply, start no check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_that_only_inherit_the_bots_handle_start_no_check() {
+    let (mock, llm, daemon, _dir) = setup("This post is false: the Moon is rock.", "").await;
+    let target = mock.post(ALICE_TOKEN, "The Moon is made of cheese.", None).await;
+    let tid = target["id"].as_str().unwrap();
+    let ask = mock.post(BOB_TOKEN, "@musebot is this true?", Some(tid)).await;
+    let first = daemon
+        .wait_for_replies(&mock, Duration::from_secs(30), |s| !s.is_empty())
+        .await;
+    let bot_reply = first[0]["id"].as_str().unwrap().to_string();
+    // A third user under bob's mention: the client pre-filled "@bob @musebot".
+    mock.post(ALICE_TOKEN, "@bob @musebot thanks, good to know", ask["id"].as_str())
+        .await;
+    // Replies to the bot's own reply.
+    mock.post(ALICE_TOKEN, "@musebot @bob wrong!", Some(&bot_reply)).await;
+    mock.post(BOB_TOKEN, "@musebot thanks", Some(&bot_reply)).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let all = mock.bot_statuses_all().await;
+    assert_eq!(all.len(), 1, "nobody asked again: {all:#?}\n{}", daemon.log_text());
+    assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(daemon.log_text().contains("only inherited"), "{}", daemon.log_text());
+    // Writing the handle into the text is a request (here about bob's mention post).
+    mock.post(ALICE_TOKEN, "@bob can you explain this, @musebot?", ask["id"].as_str())
+        .await;
+    let after = daemon
+        .wait_for_replies(&mock, Duration::from_secs(30), |s| s.len() >= 2)
+        .await;
+    assert_eq!(after[1]["in_reply_to_id"], ask["id"]);
+}
+
+/// A followers-only post asked about: no public reply, its text goes nowhere, and the
+/// requester gets a short direct message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followers_only_post_gets_a_direct_message_not_a_reply() {
+    let (mock, llm, daemon, _dir) = setup("This post is false.", "").await;
+    // The bot follows alice, so it can read her followers-only posts.
+    let alice_id = mock.account_id(ALICE_TOKEN).await;
+    mock.post_path(BOT_TOKEN, &format!("/api/v1/accounts/{alice_id}/follow"))
+        .await;
+    mock.post_path(BOB_TOKEN, &format!("/api/v1/accounts/{alice_id}/follow"))
+        .await;
+    let secret = "Only for my followers: the Moon is made of cheese.";
+    let target = mock
+        .post_form(ALICE_TOKEN, &[("status", secret), ("visibility", "private")])
+        .await;
+    mock.post(BOB_TOKEN, "@musebot is this true?", target["id"].as_str())
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let dm = loop {
+        let all = mock.bot_statuses_all().await;
+        if let Some(s) = all.first() {
+            break s.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no message: {}",
+            daemon.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(mock.bot_statuses_all().await.len(), 1);
+    assert_eq!(dm["visibility"], "direct", "{dm:#?}");
+    assert!(
+        text_of(&dm).starts_with("@bob ") && text_of(&dm).contains("public posts"),
+        "{dm:#?}"
+    );
+    assert!(mock.bot_statuses().await.is_empty(), "nothing others can read");
+    assert_eq!(
+        llm.calls.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the text went to no LLM"
+    );
+}
+
+/// Mastodon 4.5 quote posts: a mention in a post that quotes another checks the quoted post.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_in_a_quote_post_checks_the_quoted_post() {
+    let (mock, llm, daemon, _dir) = setup("This post is false: the Moon is rock.", "").await;
+    let quoted = mock.post(ALICE_TOKEN, "The Moon is made of cheese.", None).await;
+    let qid = quoted["id"].as_str().unwrap();
+    let quote = mock
+        .post_form(
+            BOB_TOKEN,
+            &[
+                ("status", "@musebot is this true?"),
+                ("visibility", "public"),
+                ("quoted_status_id", qid),
+            ],
+        )
+        .await;
+    assert_eq!(quote["quote"]["state"], "accepted", "{quote:#?}");
+    let posted = daemon
+        .wait_for_replies(&mock, Duration::from_secs(30), |s| !s.is_empty())
+        .await;
+    assert_eq!(
+        posted[0]["in_reply_to_id"].as_str(),
+        Some(qid),
+        "threads under the quoted post"
+    );
+    let reqs = llm.requests.lock().unwrap().clone();
+    let user = reqs[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(user.contains("The Moon is made of cheese"), "{user}");
+}

@@ -185,7 +185,6 @@ fn only_the_owner_talks_to_each_outside_party() {
     // (what gives a file away, where it may appear)
     let rules: &[(&str, &str)] = &[
         ("sled::", "store.rs"),
-        ("megalodon::", "platform/"),
         ("tokio_tungstenite::", "platform/"),
         ("/api/v1/", "platform/"),
         ("/api/v2/", "platform/"),

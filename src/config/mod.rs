@@ -17,6 +17,7 @@ pub struct Config {
     pub llm: LlmConfig,
     pub limits: LimitsConfig,
     pub reply: ReplyConfig,
+    pub privacy: PrivacyConfig,
     pub search: crate::search::SearchConfig,
     pub fetch: crate::fetch::FetchConfig,
     pub relevance: crate::relevance::RelevanceConfig,
@@ -155,6 +156,16 @@ impl Default for LimitsConfig {
             checks_per_requester_per_hour: 5,
         }
     }
+}
+
+/// What the bot may do with posts that are not public.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrivacyConfig {
+    /// Check followers-only and direct posts (and unknown visibilities): their text then goes
+    /// to the search APIs and the LLM endpoint. Off: the requester gets a direct message that
+    /// says why the post is not checked. Replies about such posts are always direct messages.
+    pub check_non_public: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

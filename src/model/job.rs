@@ -28,6 +28,8 @@ pub enum Outcome {
     NothingToCheck,
     /// No credible evidence either way: an honest "could not verify" with an accuracy nudge.
     Insufficient,
+    /// The post is not public: a direct message to the requester says why it is not checked.
+    NotPublic,
 }
 
 impl Outcome {
@@ -38,6 +40,7 @@ impl Outcome {
             Outcome::AlreadyAnswered => "already_answered",
             Outcome::NothingToCheck => "nothing_to_check",
             Outcome::Insufficient => "insufficient",
+            Outcome::NotPublic => "not_public",
         }
     }
 }
@@ -53,6 +56,9 @@ pub enum SkipReason {
     NoBot,
     OverQuotaSilenced,
     TargetUnavailable(String),
+    /// The bot's handle was only inherited from a parent that already mentions the bot (a
+    /// client pre-filled it): nobody asked.
+    NotAsked,
 }
 
 impl SkipReason {
@@ -64,6 +70,7 @@ impl SkipReason {
             SkipReason::NoBot => "nobot",
             SkipReason::OverQuotaSilenced => "over_quota_silenced",
             SkipReason::TargetUnavailable(_) => "target_unavailable",
+            SkipReason::NotAsked => "not_asked",
         }
     }
 }

@@ -50,6 +50,17 @@ impl Visibility {
             _ => None,
         }
     }
+
+    /// A server's visibility word, failing closed: anything this build does not know
+    /// (`limited`, `local`, `mutuals_only`, …) is treated as the most private.
+    pub fn from_server(s: &str) -> Self {
+        Self::parse(s).unwrap_or(Visibility::Direct)
+    }
+
+    /// Whether anyone may read the post (public or unlisted).
+    pub fn is_public(self) -> bool {
+        matches!(self, Visibility::Public | Visibility::Unlisted)
+    }
 }
 
 /// What kind of attachment a post carries.
@@ -109,6 +120,9 @@ pub struct Post {
     /// The links in the post, as full URLs (mentions and hashtags are not links).
     #[serde(default)]
     pub links: Vec<String>,
+    /// The accounts the post mentions (`user` or `user@domain`).
+    #[serde(default)]
+    pub mentions: Vec<String>,
     /// The post this one quotes, when the quote is visible (accepted).
     #[serde(default)]
     pub quote: Option<Box<Post>>,
@@ -130,6 +144,7 @@ impl Post {
             language: None,
             media: Vec::new(),
             links: Vec::new(),
+            mentions: Vec::new(),
             quote: None,
         }
     }

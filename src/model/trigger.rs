@@ -53,6 +53,14 @@ pub struct Trigger {
     pub status_id: String,
     /// The post that one replies to, when it is a reply.
     pub in_reply_to_id: Option<String>,
+    /// The post that one quotes, when the quote is accepted (Mastodon 4.5+): it is checked
+    /// instead of the parent.
+    #[serde(default)]
+    pub quote_of: Option<String>,
+    /// The bot's handle stands in the text itself, not only in the leading run of mentions
+    /// that clients pre-fill in a reply. (Records from before this field: assumed true.)
+    #[serde(default = "yes")]
+    pub asked_in_text: bool,
     /// Who wrote the event's post.
     pub author: Account,
     pub visibility: Visibility,
@@ -61,7 +69,25 @@ pub struct Trigger {
     pub text: String,
 }
 
+fn yes() -> bool {
+    true
+}
+
 impl Trigger {
+    /// The post this trigger asks about: the quoted post, else the parent, else its own post.
+    pub fn target_id(&self) -> &str {
+        self.quote_of
+            .as_deref()
+            .or(self.in_reply_to_id.as_deref())
+            .unwrap_or(&self.status_id)
+    }
+
+    /// A reply whose only mention of the bot may have been inherited from the parent (the
+    /// handle is only in the leading run): whether it is a request depends on the parent.
+    pub fn may_be_inherited(&self) -> bool {
+        self.cause == Cause::Mention && self.quote_of.is_none() && self.in_reply_to_id.is_some() && !self.asked_in_text
+    }
+
     /// Who asked, and is addressed by the reply: the author of a mention; nobody for a
     /// hashtag hit or a moderator's flag (the reply then mentions no one).
     pub fn requester(&self) -> Option<&Account> {

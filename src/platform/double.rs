@@ -78,7 +78,7 @@ impl Double {
 
     pub fn resolve(&self, trigger: &Trigger) -> Result<Post, PlatformError> {
         self.scripted(Call::Resolve)?;
-        let id = trigger.in_reply_to_id.as_ref().unwrap_or(&trigger.status_id);
+        let id = trigger.target_id();
         self.posts
             .lock()
             .unwrap()

@@ -4,6 +4,7 @@
 //! [`dispatch`]; `musebot check` runs the same loop on a platform that never posts.
 
 mod dispatch;
+mod resolve;
 #[cfg(test)]
 mod tests;
 
@@ -15,9 +16,9 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use crate::compose;
-use crate::config::ReplyConfig;
+use crate::config::{LimitsConfig, PrivacyConfig, ReplyConfig};
 use crate::metrics::SharedMetrics;
-use crate::model::{Draft, Job, Outcome, Plan, Retrieval, SkipReason, Stage, StageRecord, Status, Usage};
+use crate::model::{Job, Outcome, Plan, Retrieval, SkipReason, Stage, StageRecord, Status, Usage, Visibility};
 use crate::pipeline::Pipeline;
 use crate::platform::{Platform, PlatformError, Platforms};
 use crate::prompts::Prompts;
@@ -51,6 +52,8 @@ pub struct Worker {
     pub prompts: Arc<Prompts>,
     pub metrics: SharedMetrics,
     pub reply: ReplyConfig,
+    pub limits: LimitsConfig,
+    pub privacy: PrivacyConfig,
 }
 
 impl Worker {
@@ -175,40 +178,6 @@ impl Run<'_> {
         }
     }
 
-    async fn resolve(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
-        let target = match self.platform.resolve(&job.trigger).await {
-            Ok(t) => t,
-            Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
-            Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
-            Err(PlatformError::Fatal(e) | PlatformError::TooLong(e)) => return Err(StageError::Fatal(e)),
-        };
-        if self.platform.is_self(&target.author) {
-            return Ok(StageOutcome::Skip(SkipReason::TargetIsOwnPost));
-        }
-        if target.author_nobot {
-            return Ok(StageOutcome::Skip(SkipReason::NoBot));
-        }
-        if let Some(earlier) = self.worker.store.reply_for(&job.target_key(&target.id))? {
-            let url = earlier.first_url.unwrap_or_default();
-            let text = self
-                .worker
-                .prompts
-                .render("notice_already_answered.j2", minijinja::context! { url => url.clone() })
-                .map_err(|e| StageError::Fatal(e.to_string()))?;
-            job.draft = Some(Draft {
-                outcome: Outcome::AlreadyAnswered,
-                text,
-                urls: vec![url],
-            });
-            // The notice answers the trigger's own post, not the target again.
-            job.target = Some(crate::intake::trigger_as_post(&job.trigger));
-            return Ok(StageOutcome::Next(Usage::default()));
-        }
-        tracing::info!(target = %target.id, author = %target.author, "target resolved");
-        job.target = Some(target);
-        Ok(StageOutcome::Next(Usage::default()))
-    }
-
     async fn draft(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         let target = job.target.clone().expect("draft runs after resolve");
         let mut retrieval = job.retrieval.clone().unwrap_or_default();
@@ -247,13 +216,18 @@ impl Run<'_> {
     fn compose(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         let parts = self.thread(job, self.platform.limits());
         let target = job.target.as_ref().expect("compose runs after resolve");
-        // Never wider than the post asked about or the mention itself.
-        let visibility = self
-            .worker
-            .reply
-            .visibility
-            .max(target.visibility)
-            .max(job.trigger.visibility);
+        // Never wider than the post asked about or the mention itself; about a post that is not
+        // public, only a direct message to the requester.
+        let not_public = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::NotPublic);
+        let visibility = if not_public || !target.visibility.is_public() {
+            Visibility::Direct
+        } else {
+            self.worker
+                .reply
+                .visibility
+                .max(target.visibility)
+                .max(job.trigger.visibility)
+        };
         job.plan = Some(Plan {
             reply_to: target.id.clone(),
             visibility,

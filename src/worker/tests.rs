@@ -54,6 +54,8 @@ async fn bench(script: Script) -> Bench {
         pipeline,
         metrics: Metrics::new(),
         reply: config.reply.clone(),
+        limits: config.limits.clone(),
+        privacy: config.privacy.clone(),
     };
     Bench {
         worker,
@@ -70,6 +72,8 @@ fn mention(id: &str) -> Trigger {
         event_id: id.into(),
         status_id: format!("m{id}"),
         in_reply_to_id: Some("100".into()),
+        quote_of: None,
+        asked_in_text: true,
         author: Account {
             handle: "bob".into(),
             is_bot: false,
@@ -273,4 +277,166 @@ async fn a_job_of_a_platform_not_configured_waits() {
     assert_eq!(job.status, Status::Pending);
     assert!(job.trace.is_empty());
     assert!(b.double.calls.lock().unwrap().is_empty());
+}
+
+/// A reply under a thread where the parent already mentions the bot, with the bot's handle
+/// only in the pre-filled leading run: nobody asked. Written into the text, it is a request.
+#[tokio::test]
+async fn a_mention_only_inherited_from_the_parent_is_not_a_request() {
+    let b = bench(Script::reply(VERDICT)).await;
+    b.double.add_post(Post {
+        mentions: vec!["musebot".into()],
+        ..Post::text_only(
+            "200",
+            "alice",
+            "@musebot is this true?",
+            chrono::Utc::now(),
+            Visibility::Public,
+        )
+    });
+    let mut t = mention("1");
+    t.in_reply_to_id = Some("200".into());
+    t.asked_in_text = false;
+    let id = b.add(t.clone());
+    assert_eq!(b.run(&id).await.status, Status::Skipped(SkipReason::NotAsked));
+    t.event_id = "2".into();
+    t.asked_in_text = true;
+    let id = b.add(t);
+    assert_eq!(b.run(&id).await.status, Status::Done);
+    assert_eq!(b.llm_calls(), 1);
+    // A reply to a parent that does not mention the bot is a request, handle leading or not.
+    let mut t = mention("3");
+    t.asked_in_text = false;
+    let id = b.add(t);
+    assert_eq!(b.run(&id).await.status, Status::Done);
+}
+
+#[tokio::test]
+async fn replies_to_the_bots_own_post_never_start_a_check() {
+    let b = bench(Script::reply(VERDICT)).await;
+    b.double.add_post(Post::text_only(
+        "300",
+        "musebot",
+        "This post is false.",
+        chrono::Utc::now(),
+        Visibility::Unlisted,
+    ));
+    let mut t = mention("1");
+    t.in_reply_to_id = Some("300".into());
+    let id = b.add(t);
+    assert_eq!(b.run(&id).await.status, Status::Skipped(SkipReason::TargetIsOwnPost));
+    assert_eq!(b.llm_calls(), 0);
+    assert!(b.double.texts().is_empty());
+}
+
+/// A followers-only or direct post (or one of an unknown visibility) is not sent to the LLM;
+/// the requester gets a direct message that says why.
+#[tokio::test]
+async fn a_post_that_is_not_public_gets_a_direct_message_and_no_check() {
+    let b = bench(Script::reply(VERDICT)).await;
+    for (i, visibility) in [
+        Visibility::Private,
+        Visibility::Direct,
+        Visibility::from_server("limited"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pid = format!("40{i}");
+        b.double.add_post(Post::text_only(
+            &pid,
+            "carol",
+            "The Moon is made of cheese.",
+            chrono::Utc::now(),
+            visibility,
+        ));
+        let mut t = mention(&format!("1{i}"));
+        t.in_reply_to_id = Some(pid);
+        let id = b.add(t.clone());
+        let job = b.run(&id).await;
+        assert_eq!(job.status, Status::Done);
+        assert_eq!(job.draft.as_ref().unwrap().outcome, Outcome::NotPublic);
+        let plan = job.plan.as_ref().unwrap();
+        assert_eq!(plan.visibility, Visibility::Direct);
+        assert_eq!(plan.reply_to, t.status_id, "answers the mention, not the post");
+    }
+    assert_eq!(b.llm_calls(), 0, "the text went nowhere");
+    assert!(b
+        .double
+        .texts()
+        .iter()
+        .all(|t| t.starts_with("@bob ") && t.contains("public posts")));
+}
+
+#[tokio::test]
+async fn with_the_operators_consent_a_private_post_is_checked_and_answered_directly() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    b.worker.privacy.check_non_public = true;
+    b.double.add_post(Post::text_only(
+        "401",
+        "carol",
+        "The Moon is cheese.",
+        chrono::Utc::now(),
+        Visibility::Private,
+    ));
+    let mut t = mention("1");
+    t.in_reply_to_id = Some("401".into());
+    let id = b.add(t);
+    let job = b.run(&id).await;
+    assert_eq!(job.draft.as_ref().unwrap().outcome, Outcome::Reply);
+    assert_eq!(job.plan.as_ref().unwrap().visibility, Visibility::Direct);
+}
+
+/// The quota is charged only for jobs that will be answered, in the store: a new worker on
+/// the same store (a restart) finds it spent.
+#[tokio::test]
+async fn the_quota_counts_answered_jobs_only_and_survives_a_restart() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    b.worker.limits.checks_per_requester_per_hour = 2;
+    b.double.add_post(Post::text_only(
+        "300",
+        "musebot",
+        "This post is false.",
+        chrono::Utc::now(),
+        Visibility::Unlisted,
+    ));
+    // Three replies to the bot's own post: skipped, and free.
+    for i in 0..3 {
+        let mut t = mention(&format!("own{i}"));
+        t.in_reply_to_id = Some("300".into());
+        let id = b.add(t);
+        b.run(&id).await;
+    }
+    // Each about a post of its own (a second ask about one post is a free pointer).
+    let about = |b: &Bench, n: &str| {
+        let pid = format!("t{n}");
+        b.double.add_post(Post::text_only(
+            &pid,
+            "carol",
+            "The Moon is cheese.",
+            chrono::Utc::now(),
+            Visibility::Public,
+        ));
+        let mut t = mention(n);
+        t.in_reply_to_id = Some(pid);
+        t
+    };
+    for i in 0..2 {
+        let id = b.add(about(&b, &format!("{i}")));
+        let job = b.run(&id).await;
+        assert_ne!(job.draft.unwrap().outcome, Outcome::QuotaNotice, "job {i}");
+    }
+    // The same store, a new worker (as after a restart or in a crash loop).
+    let store = b.worker.store.clone();
+    let fresh = bench(Script::reply(VERDICT)).await;
+    let mut worker = fresh.worker;
+    worker.store = store;
+    worker.limits.checks_per_requester_per_hour = 2;
+    worker.platforms = b.worker.platforms.clone();
+    b.worker = worker;
+    let id = b.add(about(&b, "9"));
+    let job = b.run(&id).await;
+    assert_eq!(job.draft.unwrap().outcome, Outcome::QuotaNotice);
+    let id = b.add(about(&b, "10"));
+    assert_eq!(b.run(&id).await.status, Status::Skipped(SkipReason::OverQuotaSilenced));
 }

@@ -171,6 +171,44 @@ access_token = "{NOBOT_TOKEN}"
         r.json().await.unwrap()
     }
 
+    /// Posts a status with any form fields (`visibility`, `quoted_status_id`, …).
+    pub async fn post_form(&self, token: &str, form: &[(&str, &str)]) -> Value {
+        let r = self
+            .http
+            .post(format!("{}/api/v1/statuses", self.base))
+            .bearer_auth(token)
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "posting failed: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    /// `POST path` as `token` (follows, …).
+    pub async fn post_path(&self, token: &str, path: &str) -> Value {
+        let r = self
+            .http
+            .post(format!("{}{}", self.base, path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "POST {path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    /// Every status of the bot as the bot itself sees them (direct messages included).
+    pub async fn bot_statuses_all(&self) -> Vec<Value> {
+        let id = self.account_id(BOT_TOKEN).await;
+        let page = self
+            .get(BOT_TOKEN, &format!("/api/v1/accounts/{id}/statuses?limit=40"))
+            .await;
+        let mut all = page.as_array().unwrap().clone();
+        all.reverse();
+        all
+    }
+
     pub async fn get(&self, token: &str, path: &str) -> Value {
         let r = self
             .http

@@ -16,13 +16,42 @@ pub struct Account {
     pub bot: bool,
     #[serde(default)]
     pub note: String,
+    /// The profile's metadata fields (`value` is HTML).
+    #[serde(default)]
+    pub fields: Vec<Field>,
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Field {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
 }
 
 impl Account {
-    /// The community `#nobot` opt-out in the profile text.
+    /// The community `#nobot` opt-out, in the profile text or a profile field, as the server
+    /// renders it (a hashtag link `#<span>nobot</span>`, or plain text).
     pub fn opted_out(&self) -> bool {
-        self.note.to_ascii_lowercase().contains("#nobot")
+        super::text::has_nobot(&self.note)
+            || self
+                .fields
+                .iter()
+                .any(|f| super::text::has_nobot(&f.value) || super::text::has_nobot(&f.name))
     }
+}
+
+/// A mention in a status (`StatusMention`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct StatusMention {
+    pub id: String,
+    #[serde(default)]
+    pub username: String,
+    pub acct: String,
+    #[serde(default)]
+    pub url: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -44,6 +73,8 @@ pub struct Status {
     pub language: Option<String>,
     #[serde(default)]
     pub media_attachments: Vec<Attachment>,
+    #[serde(default)]
+    pub mentions: Vec<StatusMention>,
     /// Mastodon 4.5+: the post this one quotes (`quoted_status`, or only its id when shallow).
     #[serde(default)]
     pub quote: Option<Quote>,
@@ -73,6 +104,19 @@ pub struct Quote {
     pub quoted_status: Option<Box<Status>>,
     #[serde(default)]
     pub quoted_status_id: Option<String>,
+}
+
+impl Quote {
+    /// The quoted post's id, when the quote is accepted (visible).
+    pub fn accepted_id(&self) -> Option<String> {
+        if self.state != "accepted" {
+            return None;
+        }
+        self.quoted_status
+            .as_ref()
+            .map(|s| s.id.clone())
+            .or_else(|| self.quoted_status_id.clone())
+    }
 }
 
 fn default_visibility() -> String {

@@ -1,7 +1,7 @@
 //! The Mastodon REST client: every request paced by a `governor` limiter below the server's
 //! limit, retried on 429/5xx/network errors (waiting for `X-RateLimit-Reset`), and statuses
-//! posted with an `Idempotency-Key` (which megalodon 1.3 cannot send). megalodon itself checks
-//! the token at start-up (`verify_account_credentials`, see `super::Mastodon::connect`).
+//! posted with an `Idempotency-Key`. Every Mastodon call the bot makes is here (ARCHITECTURE.md
+//! says why megalodon is not used).
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -94,7 +94,7 @@ impl MastodonClient {
         &self.token
     }
 
-    /// Waits for the pacing limiter (also used around megalodon calls).
+    /// Waits for the pacing limiter.
     pub async fn pace(&self) {
         self.limiter.until_ready().await;
     }
@@ -142,6 +142,13 @@ impl MastodonClient {
             })
         })
         .await
+    }
+
+    /// The token's own account (checks the token at start-up).
+    pub async fn verify_credentials(&self) -> Result<Account, MastodonError> {
+        let path = "/api/v1/accounts/verify_credentials";
+        self.request("verify_credentials", Method::GET, path, &[], None, None)
+            .await
     }
 
     /// Sets the account's bot flag (form body: JSON bodies are not accepted everywhere) and

@@ -72,7 +72,10 @@ impl Mastodon {
         let source = MastodonSource {
             client: client.clone(),
             streaming_base,
-            bot_account_id: me.id.clone(),
+            bot: stream::BotIdentity {
+                account_id: me.id.clone(),
+                username: me.username.clone(),
+            },
             reconnect_max: Duration::from_secs(config.reconnect_max_secs),
         };
         Ok((
@@ -100,8 +103,7 @@ impl Mastodon {
 
     /// The post a trigger asks about: its parent, or the trigger's own post when top-level.
     pub async fn resolve(&self, trigger: &Trigger) -> Result<Post, PlatformError> {
-        let id = trigger.in_reply_to_id.as_ref().unwrap_or(&trigger.status_id);
-        Ok(to_post(self.client.status(id).await?))
+        Ok(to_post(self.client.status(trigger.target_id()).await?))
     }
 
     /// Posts one part of a reply; the key makes a repeat return the first post.
@@ -137,27 +139,24 @@ impl Mastodon {
     }
 }
 
-/// The bot's own identity, through megalodon's typed `verify_account_credentials` (paced
-/// like every other call). 401/403 is fatal: the token is wrong or lacks scopes.
+/// The bot's own identity. 401/403 is fatal (the token is wrong or lacks scopes), and so is an
+/// account JSON that is not Mastodon's (the URL is not a Mastodon-compatible server).
 async fn verify_credentials(client: &MastodonClient) -> Result<Me, PlatformError> {
-    client.pace().await;
-    let megalodon = megalodon::generator(
-        megalodon::SNS::Mastodon,
-        client.base_url().to_string(),
-        Some(client.token().expose().to_string()),
-        Some(crate::USER_AGENT.to_string()),
-    )
-    .map_err(|e| PlatformError::Fatal(format!("mastodon.base_url: {e}")))?;
-    match megalodon.verify_account_credentials().await {
-        Ok(r) => Ok(Me { id: r.json.id, acct: r.json.acct, bot: r.json.bot }),
-        Err(megalodon::error::Error::OwnError(e)) if matches!(e.status, Some(401) | Some(403)) => Err(PlatformError::Fatal(format!(
+    match client.verify_credentials().await {
+        Ok(a) => Ok(Me {
+            id: a.id,
+            username: a.username,
+            acct: a.acct,
+            bot: a.bot,
+        }),
+        Err(e) if matches!(e.status(), Some(401) | Some(403)) => Err(PlatformError::Fatal(format!(
             "the server refused the access token (HTTP {}) — check mastodon.access_token_env / _file and the token's scopes (read write:statuses write:accounts)",
-            e.status.unwrap_or_default()
+            e.status().unwrap_or_default()
         ))),
-        Err(megalodon::error::Error::OwnError(e)) if matches!(e.kind, megalodon::error::Kind::ParseError) => Err(PlatformError::Fatal(
-            format!("verify_credentials: the server's account JSON is not Mastodon's ({}) — is mastodon.base_url a Mastodon-compatible server?", e.message),
-        )),
-        Err(e) => Err(PlatformError::Transient(format!("verify_credentials: {e}"))),
+        Err(e @ MastodonError::Decode { .. }) => Err(PlatformError::Fatal(format!(
+            "{e} — is mastodon.base_url a Mastodon-compatible server?"
+        ))),
+        Err(e) => Err(PlatformError::Transient(e.to_string())),
     }
 }
 
@@ -180,6 +179,7 @@ fn limits_of(instance: &api::Instance) -> TextLimits {
 /// Who the bot is.
 struct Me {
     id: String,
+    username: String,
     acct: String,
     bot: bool,
 }
@@ -212,6 +212,7 @@ pub fn to_post(s: Status) -> Post {
         .map(|q| Box::new(to_post(*q)));
     Post {
         links: text::links(&s.content),
+        mentions: s.mentions.iter().map(|m| m.acct.clone()).collect(),
         id: s.id,
         url: s.url,
         author: s.account.acct.clone(),
@@ -220,7 +221,7 @@ pub fn to_post(s: Status) -> Post {
         author_nobot: s.account.opted_out(),
         text,
         created_at: s.created_at,
-        visibility: Visibility::parse(&s.visibility).unwrap_or(Visibility::Public),
+        visibility: Visibility::from_server(&s.visibility),
         language: s.language,
         media,
         quote,

@@ -1,5 +1,5 @@
-//! Mastodon intake: our own reconnect loop over the streaming WebSocket (megalodon 1.3's
-//! reconnects with `std::thread::sleep`, blocking a tokio worker, and logs the token-bearing
+//! Mastodon intake: our own reconnect loop over the streaming WebSocket (a library's
+//! `std::thread::sleep` would block a tokio worker, and its logs could carry the token-bearing
 //! URL), with REST catch-up from the saved cursor after every (re)connect, so a mention
 //! posted while disconnected is answered once: the store dedupes by notification id.
 //!
@@ -13,8 +13,9 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-use super::api::{Notification, StreamFrame};
+use super::api::{Notification, Status, StreamFrame};
 use super::client::{MastodonClient, MastodonError};
+use super::text;
 use super::text::html_to_text;
 use crate::intake::{CursorMove, Event, Intake, IntakeError};
 use crate::metrics::ConnState;
@@ -38,7 +39,7 @@ enum StreamError {
 pub struct MastodonSource {
     pub client: MastodonClient,
     pub streaming_base: String,
-    pub bot_account_id: String,
+    pub bot: BotIdentity,
     pub reconnect_max: Duration,
 }
 
@@ -195,14 +196,22 @@ impl MastodonSource {
             name: CURSOR.into(),
             value: n.id.clone(),
         });
-        let trigger = to_trigger(n, &self.bot_account_id);
+        let trigger = to_trigger(n, &self.bot);
         intake.accept(Event { trigger, cursor }).await?;
         Ok(())
     }
 }
 
+/// The bot as a mention target: its account id, and its handle for plain-text mentions.
+#[derive(Debug, Clone, Default)]
+pub struct BotIdentity {
+    pub account_id: String,
+    /// `username` (local part of the handle).
+    pub username: String,
+}
+
 /// A mention notification as a [`Trigger`]; `None` (logged) when it carries no status.
-pub fn to_trigger(n: Notification, bot_account_id: &str) -> Option<Trigger> {
+pub fn to_trigger(n: Notification, bot: &BotIdentity) -> Option<Trigger> {
     let Some(status) = n.status else {
         tracing::warn!(notification = %n.id, "mention without a status; skipped");
         return None;
@@ -211,22 +220,51 @@ pub fn to_trigger(n: Notification, bot_account_id: &str) -> Option<Trigger> {
     if !status.spoiler_text.is_empty() {
         text = format!("{}\n\n{}", status.spoiler_text, text);
     }
+    let asked_in_text = asks_in_text(&status, bot);
     Some(Trigger {
         platform: PlatformKind::Mastodon,
         cause: Cause::Mention,
         event_id: n.id,
+        quote_of: status.quote.as_ref().and_then(|q| q.accepted_id()),
+        asked_in_text,
         status_id: status.id,
         in_reply_to_id: status.in_reply_to_id,
         author: Account {
             handle: n.account.acct.clone(),
             is_bot: n.account.bot,
-            is_self: n.account.id == bot_account_id,
+            is_self: n.account.id == bot.account_id,
             nobot: n.account.opted_out(),
         },
-        visibility: Visibility::parse(&status.visibility).unwrap_or(Visibility::Public),
+        visibility: Visibility::from_server(&status.visibility),
         created_at: status.created_at,
         text,
     })
+}
+
+/// Whether the bot's handle stands in the status text outside the leading run of mentions
+/// (which clients pre-fill in a reply). Mentions are found as servers render them (h-card
+/// links, matched to the bot by the status's `mentions` list or the profile URL) and as plain
+/// `@user` / `@user@domain` text (mastodon-mock renders no links).
+pub fn asks_in_text(status: &Status, bot: &BotIdentity) -> bool {
+    let bot_urls: Vec<&str> = status
+        .mentions
+        .iter()
+        .filter(|m| m.id == bot.account_id)
+        .map(|m| m.url.as_str())
+        .filter(|u| !u.is_empty())
+        .collect();
+    let user = bot.username.to_lowercase();
+    let is_bot = |m: &text::MentionAt| {
+        if !m.href.is_empty() {
+            let href = m.href.to_lowercase();
+            return bot_urls.iter().any(|u| u.eq_ignore_ascii_case(&m.href))
+                || href.ends_with(&format!("/@{user}"))
+                || href.ends_with(&format!("/users/{user}"));
+        }
+        let handle = m.shown.trim_start_matches('@').to_lowercase();
+        handle == user || handle.split_once('@').is_some_and(|(u, _)| u == user)
+    };
+    text::mentions(&status.content).iter().any(|m| !m.leading && is_bot(m))
 }
 
 /// Removes the token from an error message, in case a library echoes the URL.
@@ -235,5 +273,83 @@ fn scrub(message: &str, token: &str) -> String {
         message.to_string()
     } else {
         message.replace(token, "[redacted]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bot() -> BotIdentity {
+        BotIdentity {
+            account_id: "1".into(),
+            username: "musebot".into(),
+        }
+    }
+
+    /// A mention notification in Mastodon's documented JSON (`Notification` with a `Status`),
+    /// its content in the server's real markup.
+    fn notification(content: &str, in_reply_to: Option<&str>, quote: &str) -> Notification {
+        let reply = in_reply_to.map_or("null".to_string(), |r| format!("\"{r}\""));
+        serde_json::from_str(&format!(
+            r#"{{"id":"50","type":"mention","created_at":"2026-11-30T10:00:00.000Z",
+            "account":{{"id":"3","username":"carol","acct":"carol@c.example","bot":false,"note":""}},
+            "status":{{"id":"500","created_at":"2026-11-30T10:00:00.000Z","visibility":"public","in_reply_to_id":{reply},
+              "account":{{"id":"3","username":"carol","acct":"carol@c.example"}},
+              "mentions":[{{"id":"2","username":"alice","acct":"alice","url":"https://m.example/@alice"}},
+                          {{"id":"1","username":"musebot","acct":"musebot@bot.example","url":"https://bot.example/@musebot"}}],
+              "content":{content:?}{quote}}}}}"#
+        ))
+        .unwrap()
+    }
+
+    const H_ALICE: &str = r#"<span class="h-card" translate="no"><a href="https://m.example/@alice" class="u-url mention">@<span>alice</span></a></span>"#;
+    const H_BOT: &str = r#"<span class="h-card" translate="no"><a href="https://bot.example/@musebot" class="u-url mention">@<span>musebot</span></a></span>"#;
+
+    #[test]
+    fn a_handle_only_in_the_leading_run_may_be_inherited() {
+        // "thanks!" under a thread: the client pre-filled both handles.
+        let n = notification(&format!("<p>{H_ALICE} {H_BOT} thanks!</p>"), Some("400"), "");
+        let t = to_trigger(n, &bot()).unwrap();
+        assert!(!t.asked_in_text);
+        assert!(t.may_be_inherited());
+        // The handle written into the text is a request.
+        let n = notification(&format!("<p>{H_ALICE} is this right, {H_BOT}?</p>"), Some("400"), "");
+        let t = to_trigger(n, &bot()).unwrap();
+        assert!(t.asked_in_text && !t.may_be_inherited());
+        // A top-level mention is never inherited.
+        let n = notification(&format!("<p>{H_BOT} is the moon cheese?</p>"), None, "");
+        assert!(!to_trigger(n, &bot()).unwrap().may_be_inherited());
+    }
+
+    #[test]
+    fn a_mention_in_a_quote_post_targets_the_quoted_post() {
+        let accepted = r#","quote":{"state":"accepted","quoted_status":{"id":"77","created_at":"2026-11-29T10:00:00.000Z","account":{"id":"9","acct":"dave"},"content":"<p>The moon is cheese</p>"}}"#;
+        let n = notification(&format!("<p>{H_BOT} is this true?</p>"), Some("400"), accepted);
+        let t = to_trigger(n, &bot()).unwrap();
+        assert_eq!(t.quote_of.as_deref(), Some("77"));
+        assert_eq!(t.target_id(), "77", "the quoted post, not the parent");
+        assert!(!t.may_be_inherited());
+        let shallow = r#","quote":{"state":"accepted","quoted_status_id":"78"}"#;
+        let t = to_trigger(notification("<p>@musebot ?</p>", None, shallow), &bot()).unwrap();
+        assert_eq!(t.target_id(), "78");
+        let pending = r#","quote":{"state":"pending","quoted_status":null}"#;
+        let t = to_trigger(notification("<p>@musebot ?</p>", Some("400"), pending), &bot()).unwrap();
+        assert_eq!(t.target_id(), "400", "a quote not accepted is not the target");
+    }
+
+    #[test]
+    fn an_unknown_visibility_is_treated_as_the_most_private() {
+        for (word, want) in [
+            ("public", Visibility::Public),
+            ("unlisted", Visibility::Unlisted),
+            ("private", Visibility::Private),
+            ("direct", Visibility::Direct),
+            ("limited", Visibility::Direct),
+            ("local", Visibility::Direct),
+            ("", Visibility::Direct),
+        ] {
+            assert_eq!(Visibility::from_server(word), want, "{word}");
+        }
     }
 }

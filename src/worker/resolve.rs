@@ -1,0 +1,119 @@
+//! The resolve stage: fetch the post a trigger asks about, then decide whether and how to
+//! answer it, in this order — the bot's own post (never), a mention only inherited from a
+//! parent that already mentions the bot (nobody asked), a `#nobot` author, a post that is not
+//! public (a direct message says why, unless `privacy.check_non_public`), a post already
+//! answered (a pointer to the first reply), and the requester's quota (charged in the store,
+//! only for jobs that will be answered).
+
+use minijinja::context;
+
+use super::{Run, StageError, StageOutcome};
+use crate::intake::trigger_as_post;
+use crate::model::{Draft, Job, Outcome, Post, SkipReason, Usage};
+use crate::platform::PlatformError;
+
+impl Run<'_> {
+    pub(super) async fn resolve(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        let target = match self.platform.resolve(&job.trigger).await {
+            Ok(t) => t,
+            Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
+            Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
+            Err(PlatformError::Fatal(e) | PlatformError::TooLong(e)) => return Err(StageError::Fatal(e)),
+        };
+        if let Some(reason) = self.skip_reason(job, &target) {
+            return Ok(StageOutcome::Skip(reason));
+        }
+        if !target.visibility.is_public() && !self.worker.privacy.check_non_public {
+            tracing::info!(
+                visibility = target.visibility.as_str(),
+                "target is not public; telling the requester"
+            );
+            return self.notice(job, Outcome::NotPublic, "notice_not_public.j2", context! {}, Vec::new());
+        }
+        if let Some(earlier) = self.worker.store.reply_for(&job.target_key(&target.id))? {
+            let url = earlier.first_url.unwrap_or_default();
+            let ctx = context! { url => url.clone() };
+            return self.notice(
+                job,
+                Outcome::AlreadyAnswered,
+                "notice_already_answered.j2",
+                ctx,
+                vec![url],
+            );
+        }
+        if let Some(outcome) = self.charge_quota(job)? {
+            return outcome;
+        }
+        tracing::info!(target = %target.id, author = %target.author, "target resolved");
+        job.target = Some(target);
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// Why the target is not answered at all, if it is not.
+    fn skip_reason(&self, job: &Job, target: &Post) -> Option<SkipReason> {
+        if self.platform.is_self(&target.author) {
+            // Replies to the bot's own reply ("thanks", "wrong!") are never a new check.
+            return Some(SkipReason::TargetIsOwnPost);
+        }
+        if job.trigger.may_be_inherited() && target.mentions.iter().any(|m| self.platform.is_self(m)) {
+            tracing::info!("the bot's handle was only inherited from a parent that mentions it");
+            return Some(SkipReason::NotAsked);
+        }
+        if target.author_nobot {
+            return Some(SkipReason::NoBot);
+        }
+        None
+    }
+
+    /// Charges the requester's hourly quota; `Some` (a notice, or silence) when it is spent.
+    /// A trigger nobody asked for has no requester and no quota.
+    fn charge_quota(&self, job: &mut Job) -> Result<Option<Result<StageOutcome, StageError>>, StageError> {
+        let Some(requester) = job.trigger.requester() else {
+            return Ok(None);
+        };
+        let per_hour = self.worker.limits.checks_per_requester_per_hour;
+        let who = format!(
+            "{}:{}",
+            job.trigger.platform.as_str(),
+            requester.handle.to_ascii_lowercase()
+        );
+        let window = chrono::Utc::now().format("%Y%m%d%H");
+        if self
+            .worker
+            .store
+            .charge(&format!("checks:{who}:{window}"), &job.id, per_hour)?
+        {
+            return Ok(None);
+        }
+        if !self.worker.store.set_once(&format!("notice:{who}:{window}"))? {
+            return Ok(Some(Ok(StageOutcome::Skip(SkipReason::OverQuotaSilenced))));
+        }
+        let ctx = context! { per_hour => per_hour };
+        Ok(Some(self.notice(
+            job,
+            Outcome::QuotaNotice,
+            "notice_quota.j2",
+            ctx,
+            Vec::new(),
+        )))
+    }
+
+    /// A short notice that answers the trigger's own post (not the target).
+    fn notice(
+        &self,
+        job: &mut Job,
+        outcome: Outcome,
+        template: &str,
+        ctx: minijinja::Value,
+        urls: Vec<String>,
+    ) -> Result<StageOutcome, StageError> {
+        let text = self
+            .worker
+            .prompts
+            .render(template, ctx)
+            .map_err(|e| StageError::Fatal(e.to_string()))?;
+        job.draft = Some(Draft { outcome, text, urls });
+        job.target = Some(trigger_as_post(&job.trigger));
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+}
