@@ -43,7 +43,7 @@ pub async fn run(args: &ExtractArgs, fetch: &FetchConfig) -> Result<String, Insp
             .fetch(target)
             .await
             .map_err(|e| InspectError::Refused(format!("{target}: {e} (decision: dropped, {})", e.reason())))?;
-        let page = extract::extract(&fetched.html, Some(fetched.url.as_str()));
+        let page = read(target, fetched.html, Some(fetched.url.to_string()))?;
         return Ok(render_one(&page, &extract::decide(&page, args.before), args.json));
     }
     let path = Path::new(target);
@@ -52,8 +52,14 @@ pub async fn run(args: &ExtractArgs, fetch: &FetchConfig) -> Result<String, Insp
     }
     let bytes = std::fs::read(path).map_err(|e| InspectError::Input(format!("{target}: cannot read: {e}")))?;
     let html = crate::fetch::decode(&bytes, "");
-    let page = extract::extract(&html, args.url_for_file.as_deref());
+    let page = read(target, html, args.url_for_file.clone())?;
     Ok(render_one(&page, &extract::decide(&page, args.before), args.json))
+}
+
+/// The pipeline's own bounded extraction; a page it drops is an error that says why.
+fn read(target: &str, html: String, url: Option<String>) -> Result<Page, InspectError> {
+    extract::extract_bounded(html, url, extract::EXTRACT_BUDGET)
+        .map_err(|e| InspectError::Refused(format!("{target}: {e} (decision: dropped, unreadable)")))
 }
 
 fn run_dir(dir: &Path, args: &ExtractArgs) -> Result<String, InspectError> {
@@ -96,7 +102,14 @@ fn run_dir(dir: &Path, args: &ExtractArgs) -> Result<String, InspectError> {
         let html = crate::fetch::decode(&bytes, "");
         let url = urls.get(&stem).map(String::as_str).or(args.url_for_file.as_deref());
         let started = Instant::now();
-        let page = extract::extract(&html, url);
+        let page = match extract::extract_bounded(html, url.map(str::to_string), extract::EXTRACT_BUDGET) {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(file = %file.display(), error = %e, "page unreadable; skipped");
+                lines.push(format!("{stem}\t0 words\tunreadable: {e}\t"));
+                continue;
+            }
+        };
         times.push(started.elapsed().as_secs_f64() * 1000.0);
         let decision = extract::decide(&page, args.before);
         out.insert(

@@ -138,3 +138,36 @@ fn the_shared_news_pages_give_benchmark_json() {
     }
     assert!(nonempty >= 88, "most pages yield text: {nonempty}");
 }
+
+/// Malformed but ordinary markup (text directly in a `<table>`, which html5ever "foster
+/// parents" and warns about through `log`) leaves stderr clean even at the debug level: the
+/// parser's notes are capped at `error`.
+#[test]
+fn parser_notes_on_malformed_pages_stay_out_of_the_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("foster.html");
+    let html = page().replace(
+        "<footer>",
+        "<table>loose text<b>bold</b><tr><td>x</td></tr></table><footer>",
+    );
+    std::fs::write(&file, html).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_musebot"))
+        .args(["extract", file.to_str().unwrap()])
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("foster") && !err.contains("html5ever"), "{err}");
+}
+
+/// Hostile pages from a file: dropped with the reason, at once, never a crash.
+#[test]
+fn a_deeply_nested_page_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deep.html");
+    std::fs::write(&file, page().replace("<footer>", &"<table><tr><td>".repeat(20_000))).unwrap();
+    let (code, _out, err) = musebot(&["extract", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nest more than") && err.contains("unreadable"), "{err}");
+}

@@ -119,8 +119,13 @@ struct LocalWeb {
 
 /// The local web, or `None` (with a message: the test is skipped) without ../shared/data.
 async fn local_web_if_data() -> Option<LocalWeb> {
+    local_web_with_if_data(Vec::new()).await
+}
+
+/// The local web with more pages served first, on a top-tier publisher (apnews.com).
+async fn local_web_with_if_data(first: Vec<(String, String)>) -> Option<LocalWeb> {
     match shared() {
-        Some(data) => Some(local_web(&data).await),
+        Some(data) => Some(local_web(&data, first).await),
         None => {
             eprintln!("skipped: ../shared/data is absent");
             None
@@ -128,7 +133,7 @@ async fn local_web_if_data() -> Option<LocalWeb> {
     }
 }
 
-async fn local_web(data: &Path) -> LocalWeb {
+async fn local_web(data: &Path, first: Vec<(String, String)>) -> LocalWeb {
     let sandbox = Sandbox::load();
     // nytimes/wsj/cbsnews are credible (medium tier); foxnews and livescience are not.
     let pages = real_pages(
@@ -161,6 +166,11 @@ async fn local_web(data: &Path) -> LocalWeb {
         .map(|(_, path, html, _)| (path.clone(), html.clone()))
         .collect();
     site.insert("/world/injected-report".into(), injected);
+    let first_urls: Vec<String> = first
+        .iter()
+        .map(|(path, _)| format!("http://www.apnews.com{path}"))
+        .collect();
+    site.extend(first);
     let web = Site::start(site).await;
     let web_addr = web.addr;
 
@@ -172,8 +182,22 @@ async fn local_web(data: &Path) -> LocalWeb {
     results.push(json!({"url": "http://www.reuters.com/world/injected-report", "title": "Report", "content": "c"}));
     results.push(json!({"url": "http://127.0.0.1:9/admin", "title": "internal", "content": "c"}));
     results.push(json!({"url": "http://www.infowars.com/posts/moon", "title": "x", "content": "c"}));
-    let served: HashSet<String> = results.iter().map(|r| r["url"].as_str().unwrap().to_string()).collect();
-    let search = SearchServer::start(move |_| results.clone()).await;
+    // The first pages answer the first query only (the others keep room for the real pages:
+    // a search returns 10 results).
+    let firsts: Vec<Value> = first_urls
+        .iter()
+        .map(|u| json!({"url": u, "title": "t", "content": "c"}))
+        .collect();
+    let served: HashSet<String> = results
+        .iter()
+        .chain(&firsts)
+        .map(|r| r["url"].as_str().unwrap().to_string())
+        .collect();
+    let search = SearchServer::start(move |q| match q.contains("claim") && !firsts.is_empty() {
+        true => firsts.clone(),
+        false => results.clone(),
+    })
+    .await;
     let search_addr = search.addr;
 
     let resolve: Vec<String> = web
@@ -185,6 +209,7 @@ async fn local_web(data: &Path) -> LocalWeb {
             "www.livescience.com",
             "www.reuters.com",
             "www.infowars.com",
+            "www.apnews.com",
         ])
         .iter()
         .map(|e| format!("\"{e}\""))
@@ -456,4 +481,31 @@ async fn a_reply_refused_as_too_long_is_split_again_not_lost() {
     for u in urls {
         assert!(served.contains(u), "{u} is not a whole served URL: {all}");
     }
+}
+
+/// Pathological pages served as the first search results, on a top-tier publisher: each is
+/// dropped with a reason (or read), the daemon stays up, and the post is still answered from
+/// the real pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_pages_cost_only_themselves_and_the_post_is_answered() {
+    let Some(LocalWeb { extra, post_text, .. }) = local_web_with_if_data(hostile_pages()).await else {
+        return;
+    };
+    let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
+    let Asked {
+        mut daemon,
+        posted,
+        dir: _dir,
+        ..
+    } = ask(&extra, &post_text, &llm.base_url, |c| c, Duration::from_secs(180)).await;
+    let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
+    let log = daemon.log_text();
+    assert!(reply.starts_with("@bob This post is misleading."), "{reply}\n{log}");
+    assert!(log.contains("elements nest more than"), "{log}");
+    assert!(!log.contains("overflowed its stack"), "{log}");
+    // Still up: it answers SIGTERM with a clean exit.
+    let status = daemon
+        .terminate(Duration::from_secs(30))
+        .expect("the daemon is alive and stops");
+    assert!(status.success(), "{status:?}");
 }

@@ -87,3 +87,52 @@ impl SearchServer {
         format!("http://{}", self.addr)
     }
 }
+
+/// Pathological pages, each as (path, HTML): deep nesting of several tag kinds (tables,
+/// `<div>`s, lists, unclosed inline tags, `<div/>` that HTML does not self-close), 10 MB of
+/// text, 100,000 paragraphs, and binary junk. Each must cost only itself.
+pub fn hostile_pages() -> Vec<(String, String)> {
+    let body = "<p>The moon landing samples were studied by geologists in many labs. </p>".repeat(20);
+    let page = |inner: String| {
+        format!("<html><head><title>x</title></head><body><article>{body}{inner}</article></body></html>")
+    };
+    let mut junk = String::with_capacity(600_000);
+    let mut x: u32 = 12345;
+    for _ in 0..600_000 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        junk.push(char::from_u32((x >> 16) % 0x800).unwrap_or('?'));
+    }
+    vec![
+        (
+            "/hostile/tables".into(),
+            page(format!(
+                "{}x{}",
+                "<table><tr><td>".repeat(20_000),
+                "</td></tr></table>".repeat(20_000)
+            )),
+        ),
+        (
+            "/hostile/divs".into(),
+            page(format!("{}x{}", "<div>".repeat(50_000), "</div>".repeat(50_000))),
+        ),
+        ("/hostile/lists".into(), page("<ul><li>".repeat(30_000))),
+        (
+            "/hostile/unclosed".into(),
+            page(format!("{}text", "<b><i><u>".repeat(20_000))),
+        ),
+        ("/hostile/selfclosing".into(), page("<div/>".repeat(40_000))),
+        (
+            "/hostile/ten-mb".into(),
+            page(format!("<p>{}</p>", "word ".repeat(2_000_000))),
+        ),
+        (
+            "/hostile/paragraphs".into(),
+            page(
+                (0..100_000)
+                    .map(|i| format!("<p>paragraph {i} about the moon</p>"))
+                    .collect(),
+            ),
+        ),
+        ("/hostile/junk".into(), junk),
+    ]
+}

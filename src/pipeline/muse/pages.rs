@@ -17,6 +17,20 @@ use crate::relevance;
 
 /// Pages fetched at once.
 pub const FETCH_PARALLEL: usize = 4;
+/// Words of a page read for passages (news articles are far shorter; a page of 100,000
+/// paragraphs is not read to its end).
+pub const READ_WORDS: usize = 20_000;
+
+/// The first `n` words of `text` (whitespace kept as in the text), or all of it.
+fn first_words(text: &str, n: usize) -> String {
+    match text.split_whitespace().nth(n) {
+        Some(word) => {
+            let end = word.as_ptr() as usize - text.as_ptr() as usize;
+            text[..end].to_string()
+        }
+        None => text.to_string(),
+    }
+}
 
 pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
     let candidates = r.candidates.clone().unwrap_or_default();
@@ -94,15 +108,22 @@ async fn fetch_wave(
             let page = match m.fetcher.fetch(&c.url).await {
                 Ok(f) => {
                     let url = f.url.to_string();
-                    match tokio::task::spawn_blocking(move || extract::extract(&f.html, Some(&url))).await {
+                    let html = f.html;
+                    // Bounded nesting, its own big-stack thread, a time budget: a hostile page
+                    // costs this page only.
+                    let read = tokio::task::spawn_blocking(move || {
+                        extract::extract_bounded(html, Some(url), extract::EXTRACT_BUDGET)
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(extract::ExtractError::Panicked(e.to_string())));
+                    match read {
                         Ok(page) => match extract::decide(&page, before) {
                             Decision::Keep => Ok(page),
                             Decision::TooShort { .. } => Err(DropReason::TooShort),
                             Decision::TooNew { .. } => Err(DropReason::TooNew),
                         },
-                        // A panic inside the extractor costs this page only.
                         Err(e) => {
-                            tracing::warn!(url = %c.url, error = %e, "the extractor failed; page skipped");
+                            tracing::warn!(url = %c.url, error = %e, "page unreadable; skipped");
                             Err(DropReason::Unreadable(e.to_string()))
                         }
                     }
@@ -135,14 +156,22 @@ async fn score_wave(
     dropped: &mut Vec<Dropped>,
 ) -> Result<Vec<KeptPage>, PipelineError> {
     let cfg = &m.relevance;
-    let per_page: Vec<Vec<String>> = readable
-        .iter()
-        .map(|(_, p)| {
-            let all = relevance::passages(&p.text, cfg.passage_words);
-            let top = relevance::lexical_top(post_text, &all, cfg.prefilter);
-            top.into_iter().map(|i| all[i].clone()).collect()
-        })
-        .collect();
+    // Cutting and ranking passages is CPU work on untrusted text: off the async workers, on
+    // at most the first READ_WORDS words of each page.
+    let texts: Vec<String> = readable.iter().map(|(_, p)| first_words(&p.text, READ_WORDS)).collect();
+    let (query, words, prefilter) = (post_text.to_string(), cfg.passage_words, cfg.prefilter);
+    let per_page: Vec<Vec<String>> = tokio::task::spawn_blocking(move || {
+        texts
+            .iter()
+            .map(|text| {
+                let all = relevance::passages(text, words);
+                let top = relevance::lexical_top(&query, &all, prefilter);
+                top.into_iter().map(|i| all[i].clone()).collect()
+            })
+            .collect()
+    })
+    .await
+    .map_err(|e| PipelineError::Relevance(e.to_string()))?;
     let vectors = embed(m, per_page.iter().flatten().cloned().collect()).await?;
     let mut vectors = vectors.iter();
     let mut kept = Vec::new();
@@ -219,6 +248,14 @@ fn strip_urls(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_are_read_to_a_word_budget() {
+        assert_eq!(first_words("a b\n\nc d", 3), "a b\n\nc ");
+        assert_eq!(first_words("a b", 3), "a b");
+        let long = "word ".repeat(100_000);
+        assert_eq!(first_words(&long, READ_WORDS).split_whitespace().count(), READ_WORDS);
+    }
 
     #[test]
     fn links_are_stripped_from_the_post() {

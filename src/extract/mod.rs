@@ -1,6 +1,11 @@
 //! Main-text extraction with `rs-trafilatura` (no hand-written extractor): text, title, publish
 //! date, main image, language, word count; and the pipeline's keep/drop decision before
-//! relevance — too short (< 100 words) or published after the cut-off time.
+//! relevance — too short (< 100 words) or published after the cut-off time. Untrusted pages go
+//! through [`extract_bounded`] (nesting bound, own big-stack thread, time budget).
+
+mod bounded;
+
+pub use bounded::{extract_bounded, nesting_depth, ExtractError, EXTRACT_BUDGET, EXTRACT_STACK, MAX_NESTING};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
