@@ -50,16 +50,18 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
         )
     };
     let store = Store::open_temporary()?;
-    let pipeline = crate::pipeline::build(config, Some(store.clone()), before)?;
+    let metrics = Metrics::new();
+    let pipeline = crate::pipeline::build(config, Some(store.clone()), Some(metrics.clone()), before)?;
     let worker = Worker {
         store: store.clone(),
         platforms: Platforms::new([Platform::DryRun(platform)]),
         prompts: pipeline.prompts.clone(),
         pipeline,
-        metrics: Metrics::new(),
+        metrics,
         reply: config.reply.clone(),
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
+        retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     };
     let job = Job::new(Trigger {
         platform: PlatformKind::Mastodon,

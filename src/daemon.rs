@@ -61,7 +61,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         });
     }
 
-    let pipeline = crate::pipeline::build(&config, Some(store.clone()), None)?;
+    let pipeline = crate::pipeline::build(&config, Some(store.clone()), Some(metrics.clone()), None)?;
     let prompts = pipeline.prompts.clone();
 
     metrics.set_connection("mastodon", crate::metrics::ConnState::Connecting);
@@ -87,6 +87,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         reply: config.reply.clone(),
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
+        retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     });
 
     let intake_stop = shutdown.child_token();

@@ -1,5 +1,6 @@
-//! The loopback HTTP listener: `/healthz` (per-platform connection state; 200 when every
-//! platform is connected, else 503) and `/metrics` (Prometheus text).
+//! The loopback HTTP listener: `/healthz` (per-platform connection state and per-backend
+//! search health; 200 when every platform is connected and no search backend has failed
+//! `FAILING_AFTER` times in a row, else 503) and `/metrics` (Prometheus text).
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -8,7 +9,7 @@ use axum::routing::get;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{ConnState, SharedMetrics};
+use crate::metrics::{ConnState, SharedMetrics, FAILING_AFTER};
 
 pub async fn serve(
     listener: tokio::net::TcpListener,
@@ -26,8 +27,19 @@ pub async fn serve(
 
 async fn healthz(State(m): State<SharedMetrics>) -> impl IntoResponse {
     let states = m.connection_states();
-    let ok = !states.is_empty() && states.values().all(|s| *s == ConnState::Connected);
-    let body = serde_json::json!({ "status": if ok { "ok" } else { "degraded" }, "platforms": states });
+    let search = m.search_health();
+    let failing: Vec<&String> = search
+        .iter()
+        .filter(|(_, h)| h.failures_in_a_row >= FAILING_AFTER)
+        .map(|(b, _)| b)
+        .collect();
+    let ok = !states.is_empty() && states.values().all(|s| *s == ConnState::Connected) && failing.is_empty();
+    let body = serde_json::json!({
+        "status": if ok { "ok" } else { "degraded" },
+        "platforms": states,
+        "search": search,
+        "failing_search_backends": failing,
+    });
     let code = if ok {
         StatusCode::OK
     } else {

@@ -114,6 +114,7 @@ pub struct LlmClient {
     max_retries: usize,
     max_tokens: u32,
     temperature: f32,
+    max_response_bytes: usize,
 }
 
 #[derive(Serialize)]
@@ -169,6 +170,7 @@ impl LlmClient {
             max_retries: config.max_retries,
             max_tokens: config.max_tokens,
             temperature: config.temperature,
+            max_response_bytes: config.max_response_bytes,
         })
     }
 
@@ -221,20 +223,17 @@ impl LlmClient {
         let status = resp.status();
         if !status.is_success() {
             let retry_after = retry::hinted_wait(status.as_u16(), resp.headers());
-            let body = resp.text().await.unwrap_or_default();
+            let body = crate::body::error_text(resp).await;
             return Err(LlmError::Status {
                 status: status.as_u16(),
-                body: body.chars().take(300).collect(),
+                body,
                 retry_after,
             });
         }
-        let parsed: Response = resp.json().await.map_err(|e| {
-            if e.is_timeout() {
-                LlmError::Timeout
-            } else {
-                LlmError::BadResponse(e.to_string())
-            }
-        })?;
+        let bytes = crate::body::read_capped(resp, self.max_response_bytes)
+            .await
+            .map_err(|e| LlmError::BadResponse(e.to_string()))?;
+        let parsed: Response = serde_json::from_slice(&bytes).map_err(|e| LlmError::BadResponse(e.to_string()))?;
         let text = parsed
             .choices
             .into_iter()

@@ -35,6 +35,24 @@ pub struct ErrorLabel {
     pub kind: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SearchFailureLabel {
+    pub backend: String,
+    pub kind: String,
+}
+
+/// A search backend's recent health, for `/healthz`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BackendHealth {
+    /// Failures since the last success.
+    pub failures_in_a_row: u32,
+    /// The last failure's kind, if it has failed since its last success.
+    pub last_failure: Option<String>,
+}
+
+/// Failures in a row after which a search backend counts as failing (`/healthz` degraded).
+pub const FAILING_AFTER: u32 = 5;
+
 /// Connection state of one platform's intake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -51,7 +69,9 @@ pub struct Metrics {
     pub stage_seconds: Family<StageLabel, Histogram>,
     pub llm_tokens: Family<TokenLabel, Counter>,
     pub errors: Family<ErrorLabel, Counter>,
+    pub search_failures: Family<SearchFailureLabel, Counter>,
     pub connections: Mutex<BTreeMap<String, ConnState>>,
+    pub search_backends: Mutex<BTreeMap<String, BackendHealth>>,
 }
 
 pub type SharedMetrics = Arc<Metrics>;
@@ -66,6 +86,7 @@ impl Metrics {
         });
         let llm_tokens = Family::<TokenLabel, Counter>::default();
         let errors = Family::<ErrorLabel, Counter>::default();
+        let search_failures = Family::<SearchFailureLabel, Counter>::default();
         registry.register(
             "mentions_received",
             "Mentions received, by platform",
@@ -79,6 +100,11 @@ impl Metrics {
             llm_tokens.clone(),
         );
         registry.register("errors", "Errors, by kind", errors.clone());
+        registry.register(
+            "search_failures",
+            "Failed search requests (after retries), by backend and kind",
+            search_failures.clone(),
+        );
         Arc::new(Metrics {
             registry,
             mentions_received,
@@ -86,7 +112,9 @@ impl Metrics {
             stage_seconds,
             llm_tokens,
             errors,
+            search_failures,
             connections: Mutex::new(BTreeMap::new()),
+            search_backends: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -125,6 +153,30 @@ impl Metrics {
 
     pub fn error(&self, kind: &str) {
         self.errors.get_or_create(&ErrorLabel { kind: kind.into() }).inc();
+    }
+
+    pub fn search_failed(&self, backend: &str, kind: &str) {
+        self.search_failures
+            .get_or_create(&SearchFailureLabel {
+                backend: backend.into(),
+                kind: kind.into(),
+            })
+            .inc();
+        let mut backends = self.search_backends.lock().expect("metrics lock");
+        let h = backends.entry(backend.into()).or_default();
+        h.failures_in_a_row += 1;
+        h.last_failure = Some(kind.into());
+    }
+
+    pub fn search_ok(&self, backend: &str) {
+        self.search_backends
+            .lock()
+            .expect("metrics lock")
+            .insert(backend.into(), BackendHealth::default());
+    }
+
+    pub fn search_health(&self) -> BTreeMap<String, BackendHealth> {
+        self.search_backends.lock().expect("metrics lock").clone()
     }
 
     pub fn set_connection(&self, platform: &str, state: ConnState) {

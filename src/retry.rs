@@ -14,8 +14,9 @@ pub trait Transient {
     fn retry_after(&self) -> Option<Duration>;
 }
 
-/// Longest wait honoured from a server hint inside one call; longer hints are capped so a job is not parked
-/// for hours inside one call (it is retried later by the worker instead).
+/// Longest wait honoured from a server hint inside one call. A longer hint (a rate limit that
+/// lasts minutes or hours) ends the call at once: the caller parks the job until then instead
+/// of holding a worker (see [`long_wait`]).
 pub const MAX_HINTED_WAIT: Duration = Duration::from_secs(60);
 
 /// Runs `op` until it succeeds, fails permanently, or `max_retries` retries are spent.
@@ -31,7 +32,7 @@ where
         .with_max_times(max_retries)
         .with_jitter();
     op.retry(backoff)
-        .when(|e: &E| e.is_transient())
+        .when(|e: &E| e.is_transient() && long_wait(e).is_none())
         .adjust(|e: &E, planned: Option<Duration>| {
             planned.map(|d| e.retry_after().map_or(d, |hint| hint.min(MAX_HINTED_WAIT).max(d)))
         })
@@ -39,6 +40,11 @@ where
             tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, call = what, "retrying");
         })
         .await
+}
+
+/// The server's hint when it asks for longer than [`MAX_HINTED_WAIT`].
+pub fn long_wait<E: Transient>(e: &E) -> Option<Duration> {
+    e.retry_after().filter(|w| *w > MAX_HINTED_WAIT)
 }
 
 /// The wait a response asks for: `Retry-After`, else `X-RateLimit-Reset` / `RateLimit-Reset`
@@ -110,6 +116,42 @@ mod tests {
 
     #[derive(Debug)]
     struct E(bool);
+
+    #[derive(Debug)]
+    struct Limited(Duration);
+    impl std::fmt::Display for Limited {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "limited")
+        }
+    }
+    impl Transient for Limited {
+        fn is_transient(&self) -> bool {
+            true
+        }
+        fn retry_after(&self) -> Option<Duration> {
+            Some(self.0)
+        }
+    }
+
+    /// A limit that lasts hours ends the call at once (the job is parked, no worker waits).
+    #[tokio::test(start_paused = true)]
+    async fn a_long_hint_stops_retrying_at_once() {
+        let mut calls = 0;
+        let r: Result<(), Limited> = with_retries(5, "t", || {
+            calls += 1;
+            async { Err(Limited(Duration::from_secs(7200))) }
+        })
+        .await;
+        assert_eq!(calls, 1);
+        assert_eq!(long_wait(&r.unwrap_err()), Some(Duration::from_secs(7200)));
+        let mut calls = 0;
+        let _: Result<(), Limited> = with_retries(2, "t", || {
+            calls += 1;
+            async { Err(Limited(Duration::from_secs(1))) }
+        })
+        .await;
+        assert_eq!(calls, 3, "short hints are waited out in the call");
+    }
     impl std::fmt::Display for E {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             write!(f, "e{}", self.0)

@@ -115,6 +115,9 @@ struct LocalWeb {
     extra: String,
     served: HashSet<String>,
     post_text: String,
+    /// Switches that make the search server or the web answer 503.
+    search_down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    web_down: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The local web, or `None` (with a message: the test is skipped) without ../shared/data.
@@ -237,6 +240,8 @@ test_resolve = [{}]
         extra,
         served,
         post_text,
+        search_down: search.down.clone(),
+        web_down: web.down.clone(),
     }
 }
 
@@ -288,6 +293,7 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
         extra,
         served,
         post_text,
+        ..
     }) = local_web_if_data().await
     else {
         return;
@@ -389,6 +395,7 @@ async fn a_real_local_llm_runs_the_whole_pipeline_to_a_posted_reply() {
         extra,
         served,
         post_text,
+        ..
     }) = local_web_if_data().await
     else {
         return;
@@ -431,6 +438,7 @@ async fn a_reply_refused_as_too_long_is_split_again_not_lost() {
         extra,
         post_text,
         served,
+        ..
     }) = local_web_if_data().await
     else {
         return;
@@ -508,4 +516,69 @@ async fn hostile_pages_cost_only_themselves_and_the_post_is_answered() {
         .terminate(Duration::from_secs(30))
         .expect("the daemon is alive and stops");
     assert!(status.success(), "{status:?}");
+}
+
+/// An outage is not a verdict: while every search fails, and then while every page fetch
+/// fails, no reply is posted and nothing empty is checkpointed; the job is retried with
+/// backoff, the failures show in `/metrics` and `/healthz`, and once the web is back the post
+/// is answered from evidence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_is_retried_not_answered_as_could_not_verify() {
+    use std::sync::atomic::Ordering;
+    let Some(web) = local_web_if_data().await else { return };
+    web.search_down.store(true, Ordering::SeqCst);
+    let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = format!("{}\n", web.extra);
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra).replace(
+        "shutdown_grace_secs = 5",
+        "shutdown_grace_secs = 5\nretry_base_secs = 1",
+    );
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    let target = mock.post(ALICE_TOKEN, &web.post_text, None).await;
+    mock.post(BOB_TOKEN, "@musebot is this right?", target["id"].as_str())
+        .await;
+    let get = |path: &'static str| async move {
+        reqwest::get(format!("http://127.0.0.1:{port}{path}"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    // Search down: failures are counted by backend and kind, the job waits.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !get("/metrics")
+        .await
+        .contains("search_failures_total{backend=\"searxng\",kind=\"server\"}")
+    {
+        assert!(std::time::Instant::now() < deadline, "{}", daemon.log_text());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let health: Value = serde_json::from_str(&get("/healthz").await).unwrap();
+    assert_eq!(health["search"]["searxng"]["last_failure"], "server", "{health}");
+    assert!(mock.bot_statuses().await.is_empty(), "an outage posts nothing");
+    // Search back, the web down: every fetch fails, still no verdict.
+    web.web_down.store(true, Ordering::SeqCst);
+    web.search_down.store(false, Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !daemon.log_text().contains("every page fetch failed") {
+        assert!(std::time::Instant::now() < deadline, "{}", daemon.log_text());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(mock.bot_statuses().await.is_empty(), "{}", daemon.log_text());
+    // Everything back: the retried job answers from evidence.
+    web.web_down.store(false, Ordering::SeqCst);
+    let posted = daemon
+        .wait_for_replies(&mock, Duration::from_secs(90), |s| !s.is_empty())
+        .await;
+    let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
+    assert!(reply.starts_with("@bob This post is misleading."), "{reply}");
+    assert!(!urls_in(&reply).is_empty(), "{reply}");
+    let health: Value = serde_json::from_str(&get("/healthz").await).unwrap();
+    assert_eq!(health["search"]["searxng"]["failures_in_a_row"], 0, "{health}");
+    let _ = daemon.terminate(Duration::from_secs(10));
 }

@@ -38,6 +38,9 @@ pub struct DaemonConfig {
     pub queue_capacity: usize,
     /// Seconds in-flight jobs get to finish after SIGTERM/SIGINT before they are checkpointed.
     pub shutdown_grace_secs: u64,
+    /// First wait before a job that met a transient failure (an outage, a 5xx) is tried again;
+    /// it doubles with each attempt.
+    pub retry_base_secs: u64,
     /// Folder with prompt templates overriding the built-in ones (empty = built-in).
     pub prompts_dir: PathBuf,
 }
@@ -50,6 +53,7 @@ impl Default for DaemonConfig {
             max_jobs_in_flight: 4,
             queue_capacity: 256,
             shutdown_grace_secs: 30,
+            retry_base_secs: 5,
             prompts_dir: PathBuf::new(),
         }
     }
@@ -124,6 +128,8 @@ pub struct LlmConfig {
     pub prompt_price_per_million: f64,
     /// Price per million completion tokens.
     pub completion_price_per_million: f64,
+    /// Largest answer read, bytes (a bigger one is an error, not a memory spike).
+    pub max_response_bytes: usize,
 }
 
 impl Default for LlmConfig {
@@ -139,6 +145,7 @@ impl Default for LlmConfig {
             temperature: 0.2,
             prompt_price_per_million: 0.0,
             completion_price_per_million: 0.0,
+            max_response_bytes: 4_000_000,
         }
     }
 }
@@ -204,6 +211,9 @@ pub struct MastodonConfig {
     pub access_token_file: String,
     /// REST requests per 5 minutes (stay below the server's 300).
     pub requests_per_5min: u32,
+    /// Posts per 3 hours, paced evenly after a burst of 20 (Mastodon allows an account 300
+    /// posts, edits and boosts per 3 hours; at most 280 here, so 20 + this stays below it).
+    pub posts_per_3h: u32,
     /// Accounts (`user` or `user@domain`) that may ask even though flagged as bots.
     pub allowed_bots: Vec<String>,
     /// Set the account's bot flag at start-up.
@@ -214,6 +224,8 @@ pub struct MastodonConfig {
     pub timeout_secs: u64,
     /// Retries of one REST request on 429, 5xx and network errors.
     pub max_retries: usize,
+    /// Largest REST answer read, bytes (a bigger one is an error, not a memory spike).
+    pub max_response_bytes: usize,
 }
 
 impl Default for MastodonConfig {
@@ -224,11 +236,13 @@ impl Default for MastodonConfig {
             access_token_env: "MUSEBOT_MASTODON_TOKEN".into(),
             access_token_file: String::new(),
             requests_per_5min: 240,
+            posts_per_3h: 250,
             allowed_bots: Vec::new(),
             set_bot_flag: true,
             reconnect_max_secs: 60,
             timeout_secs: 30,
             max_retries: 5,
+            max_response_bytes: 4_000_000,
         }
     }
 }

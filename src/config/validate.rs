@@ -37,6 +37,26 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
 
 /// `[daemon]` and `[http]`.
 fn daemon(c: &Config, p: &mut Problems) {
+    for (key, value) in [
+        ("llm.max_response_bytes", c.llm.max_response_bytes),
+        ("search.max_response_bytes", c.search.max_response_bytes),
+        ("mastodon.max_response_bytes", c.mastodon.max_response_bytes),
+    ] {
+        if value < 10_000 {
+            p.bad(
+                key,
+                format!("is {value}"),
+                "use at least 10000 bytes (the defaults are 2000000 to 4000000)",
+            );
+        }
+    }
+    if c.daemon.retry_base_secs == 0 || c.daemon.retry_base_secs > 3600 {
+        p.bad(
+            "daemon.retry_base_secs",
+            format!("is {}", c.daemon.retry_base_secs),
+            "use a number of seconds from 1 to 3600 (5 is the default)",
+        );
+    }
     if c.daemon.state_dir.as_os_str().is_empty() {
         p.bad(
             "daemon.state_dir",
@@ -314,6 +334,13 @@ fn mastodon(c: &Config, p: &mut Problems) {
                 "mastodon.requests_per_5min",
                 format!("is {}", m.requests_per_5min),
                 "use a number from 1 to 1500 (Mastodon allows 300)",
+            );
+        }
+        if m.posts_per_3h == 0 || m.posts_per_3h > 280 {
+            p.bad(
+                "mastodon.posts_per_3h",
+                format!("is {}", m.posts_per_3h),
+                "use a number from 1 to 280 (Mastodon allows 300 posts per 3 hours, the burst takes 20)",
             );
         }
         if m.reconnect_max_secs == 0 {

@@ -83,6 +83,15 @@ impl FetchError {
             _ => "unreachable",
         }
     }
+
+    /// The network or the server failed (not the page): worth trying again later.
+    pub fn is_outage(&self) -> bool {
+        match self {
+            FetchError::Unreachable(_) | FetchError::Timeout => true,
+            FetchError::Status(s) => *s == 429 || *s >= 500,
+            _ => false,
+        }
+    }
 }
 
 /// A fetched HTML page.

@@ -22,12 +22,17 @@ pub enum PipelineError {
     Prompt(#[from] PromptError),
     #[error("relevance: {0}")]
     Relevance(String),
+    /// Every search, or every page fetch, failed for reasons outside the post (network, 5xx,
+    /// 429, a bad key): not a verdict, the job is tried again later.
+    #[error("outage: {0}")]
+    Outage(String),
 }
 
 impl PipelineError {
     pub fn is_transient(&self) -> bool {
         match self {
             PipelineError::Llm(e) => e.is_transient(),
+            PipelineError::Outage(_) => true,
             PipelineError::Prompt(_) | PipelineError::Relevance(_) => false,
         }
     }
@@ -37,6 +42,7 @@ impl PipelineError {
             PipelineError::Llm(_) => "llm",
             PipelineError::Prompt(_) => "prompt",
             PipelineError::Relevance(_) => "relevance",
+            PipelineError::Outage(_) => "outage",
         }
     }
 }
@@ -72,6 +78,7 @@ impl Pipeline {
 pub fn build(
     config: &crate::config::Config,
     store: Option<crate::store::Store>,
+    metrics: Option<crate::metrics::SharedMetrics>,
     before: Option<chrono::DateTime<chrono::Utc>>,
 ) -> anyhow::Result<Pipeline> {
     let llm_key = crate::secret::resolve("llm.api_key", &config.llm.api_key_env, &config.llm.api_key_file, false)?;
@@ -88,7 +95,7 @@ pub fn build(
             Some(Arc::new(muse::Muse {
                 llm: llm.clone(),
                 prompts: prompts.clone(),
-                searcher: Arc::new(crate::search::Searcher::new(&config.search, store)?),
+                searcher: Arc::new(crate::search::Searcher::new(&config.search, store)?.with_metrics(metrics)),
                 fetcher: crate::fetch::Fetcher::new(&config.fetch).map_err(anyhow::Error::msg)?,
                 credibility: Arc::new(crate::credibility::load::build(&config.credibility)?),
                 embedder: Arc::new(crate::relevance::Embedder::load(&config.relevance)?),

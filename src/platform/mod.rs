@@ -28,6 +28,13 @@ pub enum PlatformError {
     /// Retrying will not help (bad token, rejected post).
     #[error("{0}")]
     Fatal(String),
+    /// The server asked to wait minutes or hours (a rate limit that lasts): park the job until
+    /// then, without spending an attempt.
+    #[error("{message} (until {until})")]
+    RateLimited {
+        until: chrono::DateTime<chrono::Utc>,
+        message: String,
+    },
 }
 
 #[derive(Clone)]

@@ -59,6 +59,7 @@ pub async fn run(
     query: &str,
     before: Option<DateTime<Utc>>,
     n: usize,
+    max_bytes: usize,
 ) -> Result<Vec<Hit>, SearchError> {
     let kind = config.kind;
     let name = kind.as_str();
@@ -130,7 +131,7 @@ pub async fn run(
     let status = resp.status();
     if !status.is_success() {
         let retry_after = crate::retry::hinted_wait(status.as_u16(), resp.headers());
-        let body: String = resp.text().await.unwrap_or_default().chars().take(300).collect();
+        let body = crate::body::error_text(resp).await;
         return Err(SearchError::Status {
             backend: name,
             status: status.as_u16(),
@@ -138,9 +139,15 @@ pub async fn run(
             retry_after,
         });
     }
-    let v: Value = resp.json().await.map_err(|e| SearchError::Decode {
+    let bytes = crate::body::read_capped(resp, max_bytes)
+        .await
+        .map_err(|e| SearchError::Decode {
+            backend: name,
+            reason: e.to_string(),
+        })?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| SearchError::Decode {
         backend: name,
-        reason: e.without_url().to_string(),
+        reason: e.to_string(),
     })?;
     parse(kind, &v).map_err(|reason| SearchError::Decode { backend: name, reason })
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::SharedMetrics;
 use crate::retry::{self, Transient};
 use crate::secret::{self, Secret};
 use crate::store::Store;
@@ -23,6 +24,8 @@ pub struct SearchConfig {
     pub backends: Vec<BackendConfig>,
     /// Results asked of a backend per query.
     pub results_per_query: usize,
+    /// Largest search answer read, bytes (a bigger one is an error, not a memory spike).
+    pub max_response_bytes: usize,
     /// How long a cached result list stays fresh, seconds.
     pub cache_ttl_secs: u64,
     /// Seconds for one search request.
@@ -39,6 +42,7 @@ impl Default for SearchConfig {
         SearchConfig {
             backends: Vec::new(),
             results_per_query: 10,
+            max_response_bytes: 2_000_000,
             cache_ttl_secs: 86_400,
             timeout_secs: 20,
             max_retries: 2,
@@ -121,6 +125,25 @@ pub struct Searcher {
     backends: Vec<Backend>,
     config: SearchConfig,
     store: Option<Store>,
+    /// Failures by backend and kind, and backends that keep failing (`/healthz`).
+    metrics: Option<SharedMetrics>,
+}
+
+impl SearchError {
+    /// The failure's kind, for metrics: `network`, `rate_limited`, `server`, `refused` (a bad
+    /// key or quota: 401/403), `http_4xx`, `decode`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SearchError::Status { status: 429, .. } => "rate_limited",
+            SearchError::Status { status: 401 | 403, .. } => "refused",
+            SearchError::Status { status, .. } if *status >= 500 => "server",
+            SearchError::Status { .. } => "http_4xx",
+            SearchError::Network { .. } => "network",
+            SearchError::Decode { .. } => "decode",
+            SearchError::NoBackend => "no_backend",
+            SearchError::AllFailed(e) => e.kind(),
+        }
+    }
 }
 
 impl Searcher {
@@ -146,7 +169,14 @@ impl Searcher {
             backends,
             config: config.clone(),
             store,
+            metrics: None,
         })
+    }
+
+    /// Reports failures and recoveries to `metrics`.
+    pub fn with_metrics(mut self, metrics: Option<SharedMetrics>) -> Searcher {
+        self.metrics = metrics;
+        self
     }
 
     /// Results for `query`, from the cache or the first backend that answers.
@@ -174,9 +204,16 @@ impl Searcher {
                     query,
                     before,
                     self.config.results_per_query,
+                    self.config.max_response_bytes,
                 )
             })
             .await;
+            if let Some(m) = &self.metrics {
+                match &result {
+                    Ok(_) => m.search_ok(kind.as_str()),
+                    Err(e) => m.search_failed(kind.as_str(), e.kind()),
+                }
+            }
             match result {
                 Ok(mut hits) => {
                     hits.retain(|h| {

@@ -34,6 +34,12 @@ enum StageError {
     Transient(String),
     #[error("{0}")]
     Fatal(String),
+    /// A limit that lasts: wait until then, spending no attempt.
+    #[error("{message}")]
+    Parked {
+        until: chrono::DateTime<chrono::Utc>,
+        message: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -54,6 +60,8 @@ pub struct Worker {
     pub reply: ReplyConfig,
     pub limits: LimitsConfig,
     pub privacy: PrivacyConfig,
+    /// First wait after a transient failure (doubles with each attempt).
+    pub retry_base: Duration,
 }
 
 impl Worker {
@@ -141,6 +149,14 @@ impl Run<'_> {
                     self.worker.store.save(&job)?;
                 }
                 Err(StageError::Store(e)) => return Err(e),
+                Err(StageError::Parked { until, message }) => {
+                    tracing::warn!(error = %message, until = %until, "rate limited; the job is parked until then");
+                    self.worker.metrics.error("rate_limited");
+                    job.retry_at = Some(until);
+                    job.last_error = Some(message);
+                    self.worker.store.save(&job)?;
+                    return Ok(());
+                }
                 Err(StageError::Transient(e)) => {
                     job.attempts += 1;
                     job.last_error = Some(e.clone());
@@ -150,7 +166,7 @@ impl Run<'_> {
                         self.worker.metrics.job_finished("failed");
                         job.status = Status::Failed(e);
                     } else {
-                        let wait = Duration::from_secs(5u64 << job.attempts.min(8));
+                        let wait = self.worker.retry_base * (1u32 << job.attempts.min(8));
                         tracing::warn!(error = %e, attempts = job.attempts, retry_in_s = wait.as_secs(), "stage failed; will retry");
                         job.retry_at = Some(chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default());
                     }
@@ -307,6 +323,9 @@ impl Run<'_> {
                 Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
                 Err(PlatformError::TooLong(e)) => self.resplit(job, i, e)?,
                 Err(PlatformError::Fatal(e)) => return Err(StageError::Fatal(e)),
+                Err(PlatformError::RateLimited { until, message }) => {
+                    return Err(StageError::Parked { until, message });
+                }
             }
         }
         let plan = job.plan.clone().expect("post runs after compose");

@@ -19,6 +19,7 @@ impl Run<'_> {
             Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
             Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
             Err(PlatformError::Fatal(e) | PlatformError::TooLong(e)) => return Err(StageError::Fatal(e)),
+            Err(PlatformError::RateLimited { until, message }) => return Err(StageError::Parked { until, message }),
         };
         if let Some(reason) = self.skip_reason(job, &target) {
             return Ok(StageOutcome::Skip(reason));

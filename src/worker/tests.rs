@@ -35,7 +35,7 @@ async fn bench(script: Script) -> Bench {
     config.llm.max_retries = 0;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    let pipeline = crate::pipeline::build(&config, Some(store.clone()), None).unwrap();
+    let pipeline = crate::pipeline::build(&config, Some(store.clone()), None, None).unwrap();
     let double = Arc::new(Double::new(TextLimits {
         max_chars: 120,
         chars_per_url: 23,
@@ -56,6 +56,7 @@ async fn bench(script: Script) -> Bench {
         reply: config.reply.clone(),
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
+        retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     };
     Bench {
         worker,
@@ -439,4 +440,36 @@ async fn the_quota_counts_answered_jobs_only_and_survives_a_restart() {
     assert_eq!(job.draft.unwrap().outcome, Outcome::QuotaNotice);
     let id = b.add(about(&b, "10"));
     assert_eq!(b.run(&id).await.status, Status::Skipped(SkipReason::OverQuotaSilenced));
+}
+
+/// A limit that lasts hours (Mastodon's 300 posts per 3 hours) parks the job until the reset
+/// without spending an attempt, and the half-posted thread resumes from its next part.
+#[tokio::test]
+async fn a_long_rate_limit_parks_the_job_and_the_thread_resumes_at_its_next_part() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let id = b.add(mention("1"));
+    let until = chrono::Utc::now() + chrono::Duration::hours(2);
+    b.double.fail_at(
+        Call::Post,
+        1,
+        PlatformError::RateLimited {
+            until,
+            message: "HTTP 429".into(),
+        },
+    );
+    b.worker.run(&id).await;
+    let job = b.worker.store.job(&id).unwrap().unwrap();
+    assert_eq!(job.status, Status::Pending);
+    assert_eq!(job.attempts, 0, "a rate limit spends no attempt");
+    assert_eq!(job.retry_at, Some(until));
+    assert_eq!(job.posted.len(), 1);
+    // Not before the reset: a run now does nothing.
+    b.worker.run(&id).await;
+    assert_eq!(b.double.count(Call::Post), 2);
+    // After it, the thread goes on from part 1.
+    let done = b.run(&id).await;
+    assert_eq!(done.status, Status::Done);
+    let keys = b.keys();
+    let expected: Vec<String> = (0..keys.len()).map(|i| format!("musebot-{id}-{i}")).collect();
+    assert_eq!(keys, expected);
 }

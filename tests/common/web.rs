@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use axum::extract::{Path as AxPath, Query};
@@ -21,19 +22,26 @@ pub async fn serve(router: axum::Router) -> SocketAddr {
     addr
 }
 
-/// Pages by path (`/world/report` → HTML); anything else is a 404.
+/// Pages by path (`/world/report` → HTML); anything else is a 404; every request a 503 while
+/// `down` is set.
 pub struct Site {
     pub addr: SocketAddr,
+    pub down: Arc<AtomicBool>,
 }
 
 impl Site {
     pub async fn start(pages: BTreeMap<String, String>) -> Site {
         let pages = Arc::new(pages);
+        let down = Arc::new(AtomicBool::new(false));
+        let flag = down.clone();
         let router = axum::Router::new().route(
             "/{*path}",
             get(move |AxPath(path): AxPath<String>| {
-                let pages = pages.clone();
+                let (pages, flag) = (pages.clone(), flag.clone());
                 async move {
+                    if flag.load(Ordering::SeqCst) {
+                        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
+                    }
                     match pages.get(&format!("/{path}")) {
                         Some(html) => Html(html.clone()).into_response(),
                         None => (axum::http::StatusCode::NOT_FOUND, "no").into_response(),
@@ -43,6 +51,7 @@ impl Site {
         );
         Site {
             addr: serve(router).await,
+            down,
         }
     }
 
@@ -55,31 +64,38 @@ impl Site {
 /// Computes the results (`{url, title, content}`) for a query.
 pub type Results = Arc<dyn Fn(&str) -> Vec<Value> + Send + Sync>;
 
-/// A SearXNG JSON API (`GET /search?q=…&format=json`).
+/// A SearXNG JSON API (`GET /search?q=…&format=json`); a 503 while `down` is set.
 pub struct SearchServer {
     pub addr: SocketAddr,
+    pub down: Arc<AtomicBool>,
 }
 
 impl SearchServer {
     pub async fn start(results: impl Fn(&str) -> Vec<Value> + Send + Sync + 'static) -> SearchServer {
         let results: Results = Arc::new(results);
+        let down = Arc::new(AtomicBool::new(false));
+        let flag = down.clone();
         let router = axum::Router::new().route(
             "/search",
             get(move |Query(q): Query<BTreeMap<String, String>>| {
-                let results = results.clone();
+                let (results, flag) = (results.clone(), flag.clone());
                 async move {
+                    if flag.load(Ordering::SeqCst) {
+                        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
+                    }
                     assert_eq!(
                         q.get("format").map(String::as_str),
                         Some("json"),
                         "SearXNG is asked for JSON"
                     );
                     let query = q.get("q").cloned().unwrap_or_default();
-                    axum::Json(json!({"query": query, "results": results(&query)}))
+                    axum::Json(json!({"query": query, "results": results(&query)})).into_response()
                 }
             }),
         );
         SearchServer {
             addr: serve(router).await,
+            down,
         }
     }
 

@@ -99,7 +99,7 @@ impl Muse {
             let started = Instant::now();
             let usage = match step {
                 Step::Queries => queries::run(self, post, r).await?,
-                Step::Search => search_policy::run(self, r).await,
+                Step::Search => search_policy::run(self, r).await?,
                 Step::Pages => pages::run(self, post, r).await?,
                 Step::Evidence => evidence::run(self, post, r).await?,
             };

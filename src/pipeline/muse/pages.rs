@@ -32,11 +32,33 @@ fn first_words(text: &str, n: usize) -> String {
     }
 }
 
+/// Fills `Retrieval::pages`. When every page it tried failed for reasons outside the pages
+/// (network, timeouts, 5xx, 429), that is an outage, not "no evidence": the step fails, the job
+/// is tried again later, and nothing is checkpointed.
 pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
     let candidates = r.candidates.clone().unwrap_or_default();
-    let pages = read_pages(m, post, candidates, m.before, &mut r.dropped).await?;
+    let mut dropped = Vec::new();
+    let mut tally = Tally::default();
+    let pages = read_pages(m, post, candidates, m.before, &mut dropped, &mut tally).await?;
+    if pages.is_empty() && tally.tried > 0 && tally.outages == tally.tried {
+        return Err(PipelineError::Outage(format!(
+            "every page fetch failed ({} pages: network, timeout or server errors)",
+            tally.tried
+        )));
+    }
+    r.dropped.extend(dropped);
     r.pages = Some(pages);
     Ok(Usage::default())
+}
+
+/// Why a page was not read, and whether that was an outage (network, timeout, 5xx, 429).
+type Miss = (DropReason, bool);
+
+/// Pages tried, and how many of them failed for an outage.
+#[derive(Debug, Default)]
+struct Tally {
+    tried: usize,
+    outages: usize,
 }
 
 /// Reads candidates tier first (search order within a tier) in waves, until
@@ -48,6 +70,7 @@ async fn read_pages(
     mut candidates: Vec<Candidate>,
     before: Option<DateTime<Utc>>,
     dropped: &mut Vec<Dropped>,
+    tally: &mut Tally,
 ) -> Result<Vec<KeptPage>, PipelineError> {
     candidates.sort_by_key(|c| c.tier);
     let post_text = strip_urls(&post.text);
@@ -64,11 +87,13 @@ async fn read_pages(
             break;
         }
         let readable = match &post_vec {
-            Some(_) => fetch_wave(m, wave, before, dropped).await,
+            Some(_) => fetch_wave(m, wave, before, dropped, tally).await,
             None => {
                 // The post is embedded while the first wave downloads.
-                let (vector, readable) =
-                    tokio::join!(embed(m, vec![post_text.clone()]), fetch_wave(m, wave, before, dropped));
+                let (vector, readable) = tokio::join!(
+                    embed(m, vec![post_text.clone()]),
+                    fetch_wave(m, wave, before, dropped, tally)
+                );
                 post_vec = vector?.pop();
                 readable
             }
@@ -102,8 +127,9 @@ async fn fetch_wave(
     wave: Vec<Candidate>,
     before: Option<DateTime<Utc>>,
     dropped: &mut Vec<Dropped>,
+    tally: &mut Tally,
 ) -> Vec<(Candidate, extract::Page)> {
-    let fetched: Vec<(Candidate, Result<extract::Page, DropReason>)> = stream::iter(wave)
+    let fetched: Vec<(Candidate, Result<extract::Page, Miss>)> = stream::iter(wave)
         .map(|c| async move {
             let page = match m.fetcher.fetch(&c.url).await {
                 Ok(f) => {
@@ -119,17 +145,17 @@ async fn fetch_wave(
                     match read {
                         Ok(page) => match extract::decide(&page, before) {
                             Decision::Keep => Ok(page),
-                            Decision::TooShort { .. } => Err(DropReason::TooShort),
-                            Decision::TooNew { .. } => Err(DropReason::TooNew),
+                            Decision::TooShort { .. } => Err((DropReason::TooShort, false)),
+                            Decision::TooNew { .. } => Err((DropReason::TooNew, false)),
                         },
                         Err(e) => {
                             tracing::warn!(url = %c.url, error = %e, "page unreadable; skipped");
-                            Err(DropReason::Unreadable(e.to_string()))
+                            Err((DropReason::Unreadable(e.to_string()), false))
                         }
                     }
                 }
-                Err(e) if e.reason() == "blocked" => Err(DropReason::Blocked(e.to_string())),
-                Err(e) => Err(DropReason::Unreachable(e.to_string())),
+                Err(e) if e.reason() == "blocked" => Err((DropReason::Blocked(e.to_string()), false)),
+                Err(e) => Err((DropReason::Unreachable(e.to_string()), e.is_outage())),
             };
             (c, page)
         })
@@ -138,9 +164,13 @@ async fn fetch_wave(
         .await;
     let mut readable = Vec::new();
     for (c, page) in fetched {
+        tally.tried += 1;
         match page {
             Ok(p) => readable.push((c, p)),
-            Err(reason) => dropped.push(Dropped { url: c.url, reason }),
+            Err((reason, outage)) => {
+                tally.outages += usize::from(outage);
+                dropped.push(Dropped { url: c.url, reason });
+            }
         }
     }
     readable

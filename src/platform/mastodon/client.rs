@@ -63,7 +63,10 @@ pub struct MastodonClient {
     base: String,
     token: Secret,
     limiter: Arc<DefaultDirectRateLimiter>,
+    /// Posts only, below the 3-hour budget (`posts_per_3h`).
+    post_limiter: Arc<DefaultDirectRateLimiter>,
     max_retries: usize,
+    max_response_bytes: usize,
 }
 
 impl MastodonClient {
@@ -82,7 +85,9 @@ impl MastodonClient {
             base: config.base_url.trim_end_matches('/').to_string(),
             token,
             limiter: Arc::new(pacing_limiter(config.requests_per_5min)),
+            post_limiter: Arc::new(post_limiter(config.posts_per_3h)),
             max_retries: config.max_retries,
+            max_response_bytes: config.max_response_bytes,
         })
     }
 
@@ -128,7 +133,7 @@ impl MastodonClient {
             let status = resp.status();
             if !status.is_success() {
                 let retry_after = retry::hinted_wait(status.as_u16(), resp.headers());
-                let body: String = resp.text().await.unwrap_or_default().chars().take(300).collect();
+                let body = crate::body::error_text(resp).await;
                 return Err(MastodonError::Status {
                     status: status.as_u16(),
                     what,
@@ -136,7 +141,13 @@ impl MastodonClient {
                     retry_after,
                 });
             }
-            resp.json::<T>().await.map_err(|e| MastodonError::Decode {
+            let bytes = crate::body::read_capped(resp, self.max_response_bytes)
+                .await
+                .map_err(|e| MastodonError::Decode {
+                    what,
+                    reason: e.to_string(),
+                })?;
+            serde_json::from_slice::<T>(&bytes).map_err(|e| MastodonError::Decode {
                 what,
                 reason: e.to_string(),
             })
@@ -221,6 +232,7 @@ impl MastodonClient {
             ("in_reply_to_id", in_reply_to_id.to_string()),
             ("visibility", visibility.as_str().to_string()),
         ];
+        self.post_limiter.until_ready().await;
         self.request(
             "post_status",
             Method::POST,
@@ -252,6 +264,17 @@ impl MastodonClient {
 }
 
 /// A pacing limiter for `per_5min` requests per 5 minutes, with a small burst.
+/// Posts: one every 3 h / `per_3h` after a burst of [`POST_BURST`], so no 3-hour window holds
+/// more than `POST_BURST + per_3h` posts.
+fn post_limiter(per_3h: u32) -> DefaultDirectRateLimiter {
+    let period = Duration::from_secs(3 * 3600) / per_3h.max(1);
+    let burst = NonZeroU32::new(POST_BURST).expect("non-zero");
+    RateLimiter::direct(Quota::with_period(period).expect("non-zero period").allow_burst(burst))
+}
+
+/// Posts allowed at once before the 3-hour pacing applies.
+pub const POST_BURST: u32 = 20;
+
 fn pacing_limiter(per_5min: u32) -> DefaultDirectRateLimiter {
     let n = per_5min.max(1);
     let period = Duration::from_secs(300) / n;

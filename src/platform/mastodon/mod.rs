@@ -35,6 +35,13 @@ fn is_length_refusal(message: &str) -> bool {
 
 impl From<MastodonError> for PlatformError {
     fn from(e: MastodonError) -> Self {
+        if let Some(wait) = crate::retry::long_wait(&e).filter(|_| e.is_transient()) {
+            let until = chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default();
+            return PlatformError::RateLimited {
+                until,
+                message: e.to_string(),
+            };
+        }
         match e.status() {
             Some(404) | Some(410) => PlatformError::Gone(e.to_string()),
             Some(401) | Some(403) => PlatformError::Fatal(e.to_string()),

@@ -3,8 +3,10 @@
 //! URL), with REST catch-up from the saved cursor after every (re)connect, so a mention
 //! posted while disconnected is answered once: the store dedupes by notification id.
 //!
-//! Cursor rule: the cursor only moves past ids the catch-up has paged through, or past stream
-//! events received after this connection's catch-up finished, so a crash never skips a gap.
+//! Cursor rule: the cursor only moves past ids the catch-up has paged through in order. Stream
+//! events become jobs at once but move no cursor (a server may deliver mention N+2 before N+1,
+//! and a disconnect then must not skip N+1); a catch-up runs after every (re)connect and every
+//! [`CATCH_UP_EVERY`] while connected, and moves the cursor past what it paged through.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,15 @@ pub const CURSOR: &str = "mastodon:notifications";
 const PING_EVERY: Duration = Duration::from_secs(30);
 const SILENCE_LIMIT: Duration = Duration::from_secs(75);
 const PAGE: u32 = 40;
+/// How often the cursor catches up while the stream is connected.
+pub const CATCH_UP_EVERY: Duration = Duration::from_secs(300);
+
+/// Where an event was read: only an in-order page may move the cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Stream,
+    CatchUp,
+}
 
 #[derive(Debug, thiserror::Error)]
 enum StreamError {
@@ -103,12 +114,18 @@ impl MastodonSource {
         self.catch_up(intake, from).await?;
         let mut ping = tokio::time::interval(PING_EVERY);
         ping.tick().await;
+        let mut catch_up = tokio::time::interval(CATCH_UP_EVERY);
+        catch_up.tick().await;
         let mut last_frame = Instant::now();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => {
                     let _ = ws.close(None).await;
                     return Ok(());
+                }
+                _ = catch_up.tick() => {
+                    let from = intake.cursor(CURSOR)?;
+                    self.catch_up(intake, from).await?;
                 }
                 _ = ping.tick() => {
                     if last_frame.elapsed() > SILENCE_LIMIT {
@@ -146,7 +163,7 @@ impl MastodonSource {
         }
         let Some(payload) = frame.payload else { return Ok(()) };
         match serde_json::from_str::<Notification>(&payload) {
-            Ok(n) if n.kind == "mention" => self.accept(intake, n, true).await,
+            Ok(n) if n.kind == "mention" => self.accept(intake, n, Origin::Stream).await,
             Ok(_) => Ok(()),
             Err(e) => {
                 tracing::warn!(error = %e, "skipping unreadable notification payload");
@@ -184,21 +201,29 @@ impl MastodonSource {
                 }
                 cursor = n.id.clone();
                 seen += 1;
-                self.accept(intake, n, true).await?;
+                self.accept(intake, n, Origin::CatchUp).await?;
             }
         }
         tracing::info!(seen, "catch-up done");
         Ok(())
     }
 
-    async fn accept(&self, intake: &Intake, n: Notification, advance: bool) -> Result<(), StreamError> {
-        let cursor = advance.then(|| CursorMove {
-            name: CURSOR.into(),
-            value: n.id.clone(),
-        });
-        let trigger = to_trigger(n, &self.bot);
-        intake.accept(Event { trigger, cursor }).await?;
+    async fn accept(&self, intake: &Intake, n: Notification, origin: Origin) -> Result<(), StreamError> {
+        intake.accept(event(n, &self.bot, origin)).await?;
         Ok(())
+    }
+}
+
+/// A mention notification as the event intake understands: its trigger, and a cursor move
+/// only when it was read in order by a catch-up.
+pub fn event(n: Notification, bot: &BotIdentity, origin: Origin) -> Event {
+    let cursor = (origin == Origin::CatchUp).then(|| CursorMove {
+        name: CURSOR.into(),
+        value: n.id.clone(),
+    });
+    Event {
+        trigger: to_trigger(n, bot),
+        cursor,
     }
 }
 
@@ -351,5 +376,38 @@ mod tests {
         ] {
             assert_eq!(Visibility::from_server(word), want, "{word}");
         }
+    }
+
+    /// Out of order: the stream delivers mention 12 before 11, then drops. The stream's event
+    /// moved no cursor, so the catch-up from the cursor (10) still pages through 11, which
+    /// becomes a job; 12 is not a second job; only then does the cursor pass 12.
+    #[tokio::test]
+    async fn out_of_order_stream_events_leave_no_gap_in_the_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path()).unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::channel(16);
+        let intake = Intake::new(store.clone(), crate::metrics::Metrics::new(), tx, Vec::new());
+        intake.start_cursor(CURSOR, "10").unwrap();
+        let n = |id: &str| notification_with_id(id);
+        intake.accept(event(n("12"), &bot(), Origin::Stream)).await.unwrap();
+        assert_eq!(
+            intake.cursor(CURSOR).unwrap().as_deref(),
+            Some("10"),
+            "a stream event moves no cursor"
+        );
+        assert!(store.job("mastodon:12").unwrap().is_some(), "but it is a job at once");
+        // Disconnect; the catch-up pages from the cursor, in order.
+        for id in ["11", "12"] {
+            intake.accept(event(n(id), &bot(), Origin::CatchUp)).await.unwrap();
+        }
+        assert!(store.job("mastodon:11").unwrap().is_some(), "11 was not skipped");
+        assert_eq!(store.all_jobs().unwrap().len(), 2, "12 is one job");
+        assert_eq!(intake.cursor(CURSOR).unwrap().as_deref(), Some("12"));
+    }
+
+    fn notification_with_id(id: &str) -> Notification {
+        let mut n = notification("<p>@musebot ?</p>", Some("400"), "");
+        n.id = id.into();
+        n
     }
 }
