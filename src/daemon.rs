@@ -36,6 +36,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             config.daemon.state_dir.display()
         )
     })?;
+    let retention = crate::store::Retention {
+        jobs: chrono::Duration::days(config.daemon.keep_days as i64),
+        cache: chrono::Duration::seconds(config.search.cache_ttl_secs as i64),
+        quota: chrono::Duration::days(2),
+    };
     let repaired = store.repair_pending()?;
     if repaired > 0 {
         tracing::warn!(repaired, "re-indexed unfinished jobs after an unclean stop");
@@ -90,6 +95,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     });
 
+    background.spawn(prune_hourly(store.clone(), retention, shutdown.clone()));
     let intake_stop = shutdown.child_token();
     for source in sources {
         background.spawn(source.run(intake.clone(), intake_stop.clone()));
@@ -131,5 +137,31 @@ async fn connect_with_retry(
             _ = tokio::time::sleep(wait) => {}
         }
         wait = (wait * 2).min(Duration::from_secs(config.mastodon.reconnect_max_secs));
+    }
+}
+
+/// Prunes the store at start-up and every hour, on a blocking thread.
+async fn prune_hourly(store: Store, retention: crate::store::Retention, shutdown: CancellationToken) {
+    let mut every = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let s = store.clone();
+        match tokio::task::spawn_blocking(move || s.prune(&retention, chrono::Utc::now())).await {
+            Ok(Ok(p)) if p != crate::store::Pruned::default() => {
+                tracing::info!(
+                    jobs = p.jobs,
+                    replies = p.replies,
+                    cache = p.cache,
+                    quota = p.quota,
+                    "store pruned"
+                )
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "store prune failed; trying again in an hour"),
+            Err(e) => tracing::warn!(error = %e, "store prune stopped"),
+        }
     }
 }

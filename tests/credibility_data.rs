@@ -1,5 +1,9 @@
 //! The credibility loaders on the real ratings files in `../shared/data/credibility/`
-//! (skipped with a message when that folder is absent).
+//! (skipped with a message when that folder is absent, except under `CI=true`).
+
+#[path = "common/sandbox.rs"]
+#[allow(dead_code)]
+mod sandbox;
 
 use std::path::PathBuf;
 
@@ -7,13 +11,7 @@ use musebot::credibility::load::{self, CredibilityConfig, FileFormat, RatingsFil
 use musebot::credibility::Tier;
 
 fn data() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/credibility"));
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipped: {} is absent", p.display());
-        None
-    }
+    sandbox::shared_data("credibility")
 }
 
 #[test]
@@ -80,4 +78,16 @@ fn a_bad_ratings_file_names_its_key() {
         .unwrap_err()
         .to_string()
         .contains("cannot read `/nope.csv`"));
+}
+
+/// CI never passes by skipping: under `CI=true` a missing data folder fails the test; outside
+/// CI it is a skip with a message.
+#[test]
+fn under_ci_missing_data_fails_instead_of_skipping() {
+    let found = std::panic::catch_unwind(|| sandbox::shared_data("no-such-folder"));
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        assert!(found.is_err(), "under CI=true a missing folder must fail");
+    } else {
+        assert!(found.unwrap().is_none());
+    }
 }

@@ -1,7 +1,10 @@
 //! `musebot extract`: a page served on loopback (explicitly allowed), a file, the shared
 //! folder of real news pages as benchmark JSON, and a refused URL.
 
-use std::path::PathBuf;
+#[path = "common/sandbox.rs"]
+#[allow(dead_code)]
+mod sandbox;
+
 use std::process::Command;
 
 use axum::response::Html;
@@ -111,11 +114,9 @@ fn a_blocked_url_is_refused_with_a_non_zero_exit() {
 
 #[test]
 fn the_shared_news_pages_give_benchmark_json() {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/extraction"));
-    if !dir.exists() {
-        eprintln!("skipped: {} is absent", dir.display());
+    let Some(dir) = sandbox::shared_data("extraction") else {
         return;
-    }
+    };
     let html = dir.join("html");
     let truth = dir.join("ground-truth.json");
     let (code, out, err) = musebot(&[

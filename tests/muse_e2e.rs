@@ -14,8 +14,7 @@ use common::*;
 use serde_json::{json, Value};
 
 fn shared() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data"));
-    p.exists().then_some(p)
+    shared_data("")
 }
 
 /// Real pages by publisher: (host, path, html, articleBody).
@@ -129,10 +128,7 @@ async fn local_web_if_data() -> Option<LocalWeb> {
 async fn local_web_with_if_data(first: Vec<(String, String)>) -> Option<LocalWeb> {
     match shared() {
         Some(data) => Some(local_web(&data, first).await),
-        None => {
-            eprintln!("skipped: ../shared/data is absent");
-            None
-        }
+        None => None,
     }
 }
 

@@ -38,6 +38,8 @@ pub struct DaemonConfig {
     pub queue_capacity: usize,
     /// Seconds in-flight jobs get to finish after SIGTERM/SIGINT before they are checkpointed.
     pub shutdown_grace_secs: u64,
+    /// Days finished jobs and reply records are kept (unfinished jobs are never pruned).
+    pub keep_days: u64,
     /// First wait before a job that met a transient failure (an outage, a 5xx) is tried again;
     /// it doubles with each attempt.
     pub retry_base_secs: u64,
@@ -54,6 +56,7 @@ impl Default for DaemonConfig {
             queue_capacity: 256,
             shutdown_grace_secs: 30,
             retry_base_secs: 5,
+            keep_days: 30,
             prompts_dir: PathBuf::new(),
         }
     }

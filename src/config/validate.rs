@@ -50,6 +50,13 @@ fn daemon(c: &Config, p: &mut Problems) {
             );
         }
     }
+    if c.daemon.keep_days == 0 {
+        p.bad(
+            "daemon.keep_days",
+            "is 0".into(),
+            "keep finished jobs at least 1 day (30 is the default)",
+        );
+    }
     if c.daemon.retry_base_secs == 0 || c.daemon.retry_base_secs > 3600 {
         p.bad(
             "daemon.retry_base_secs",

@@ -213,3 +213,15 @@ impl Job {
         format!("{}:{}", self.trigger.platform.as_str(), target_id)
     }
 }
+
+/// A reply thread already posted for a target post (`platform:post id` → this), so a second
+/// request gets a pointer to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyRecord {
+    pub job_id: String,
+    pub reply_ids: Vec<String>,
+    pub first_url: Option<String>,
+    /// When it was posted (records from before this field: unknown, pruned as old).
+    #[serde(default)]
+    pub at: Option<DateTime<Utc>>,
+}

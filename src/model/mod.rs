@@ -13,7 +13,7 @@ mod trigger;
 mod usage;
 
 pub use ids::id_less;
-pub use job::{Draft, Job, Outcome, Plan, SkipReason, Stage, StageRecord, Status, SCHEMA};
+pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use legacy::{decode_job, DecodeError};
 pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
 pub use retrieval::{Candidate, DropReason, Dropped, Evidence, KeptPage, Retrieval, StepTrace, Tier};

@@ -18,11 +18,13 @@ use tracing::Instrument;
 use crate::compose;
 use crate::config::{LimitsConfig, PrivacyConfig, ReplyConfig};
 use crate::metrics::SharedMetrics;
-use crate::model::{Job, Outcome, Plan, Retrieval, SkipReason, Stage, StageRecord, Status, Usage, Visibility};
+use crate::model::{
+    Job, Outcome, Plan, ReplyRecord, Retrieval, SkipReason, Stage, StageRecord, Status, Usage, Visibility,
+};
 use crate::pipeline::Pipeline;
 use crate::platform::{Platform, PlatformError, Platforms};
 use crate::prompts::Prompts;
-use crate::store::{ReplyRecord, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Transient failures a job survives before it fails for good.
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -334,6 +336,7 @@ impl Run<'_> {
                 job_id: job.id.clone(),
                 reply_ids: job.posted.clone(),
                 first_url,
+                at: Some(chrono::Utc::now()),
             };
             self.worker
                 .store

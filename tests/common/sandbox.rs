@@ -41,6 +41,24 @@ impl Sandbox {
     }
 }
 
+/// `../shared/data/<sub>` (the project's real data), or `None` with a "skipped" message when
+/// it is absent — but under `CI=true` its absence fails the test instead: CI never passes by
+/// skipping.
+pub fn shared_data(sub: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data")).join(sub);
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "{} is missing: under CI=true a test fails instead of skipping",
+            p.display()
+        );
+    }
+    eprintln!("skipped: {} is absent", p.display());
+    None
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }

@@ -5,9 +5,13 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+mod prune;
 
-use crate::model::{decode_job, id_less, Job, Status};
+pub use prune::{Pruned, Retention};
+
+use serde::Serialize;
+
+use crate::model::{decode_job, id_less, Job, ReplyRecord, Status};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -17,14 +21,6 @@ pub enum StoreError {
     Corrupt { key: String, reason: String },
     #[error("state store: record `{key}` {reason}")]
     Unreadable { key: String, reason: String },
-}
-
-/// A reply thread already posted for a target post.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReplyRecord {
-    pub job_id: String,
-    pub reply_ids: Vec<String>,
-    pub first_url: Option<String>,
 }
 
 #[derive(Clone)]
@@ -79,9 +75,17 @@ impl Store {
         Ok(fixed)
     }
 
-    /// Makes every write so far durable.
+    /// Makes every write so far durable. The fsync blocks, so on a multi-thread runtime it
+    /// runs under `block_in_place`: the worker thread hands its other tasks to the rest of
+    /// the pool for the duration, and no async task waits behind the disk.
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush()?;
+        let on_multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if on_multi_thread {
+            tokio::task::block_in_place(|| self.db.flush())?;
+        } else {
+            self.db.flush()?;
+        }
         Ok(())
     }
 
@@ -194,15 +198,6 @@ impl Store {
         Ok(())
     }
 
-    /// Adds one to a counter and returns the new value (atomic).
-    pub fn bump(&self, key: &str) -> Result<u64, StoreError> {
-        let v = self.quota.update_and_fetch(key, |old| {
-            let n = old.map_or(0, |b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
-            Some((n + 1).to_be_bytes().to_vec())
-        })?;
-        Ok(v.map_or(0, |b| u64::from_be_bytes(b.as_ref().try_into().unwrap_or([0; 8]))))
-    }
-
     /// Charges job `job_id` to the counter `key` (a requester's window) unless `limit` jobs
     /// are already charged to it; `true` when the job may go on. Charging the same job again
     /// (a stage re-run after a crash) is free. Atomic and flushed: a restart, or a crash
@@ -305,8 +300,6 @@ mod tests {
     fn counters_and_flags() {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(dir.path()).unwrap();
-        assert_eq!(s.bump("a").unwrap(), 1);
-        assert_eq!(s.bump("a").unwrap(), 2);
         assert!(s.set_once("n").unwrap());
         assert!(!s.set_once("n").unwrap());
     }

@@ -1,0 +1,178 @@
+//! Keeping the store bounded: finished jobs and their reply records expire after
+//! `daemon.keep_days`, search cache entries after `search.cache_ttl_secs`, and quota windows
+//! and notice flags two days after their hour. Unfinished jobs are never pruned. The daemon
+//! prunes at start-up and every hour, on a blocking thread.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+
+use super::{Store, StoreError};
+use crate::model::{ReplyRecord, Status};
+
+/// How long each kind of record is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Finished jobs (done, skipped, failed) and reply records.
+    pub jobs: chrono::Duration,
+    /// Search cache entries.
+    pub cache: chrono::Duration,
+    /// Quota windows and notice flags, past their hour.
+    pub quota: chrono::Duration,
+}
+
+/// What one pass removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub jobs: usize,
+    pub replies: usize,
+    pub cache: usize,
+    pub quota: usize,
+}
+
+impl Store {
+    /// Removes what `retention` says is expired at `now`, then flushes.
+    pub fn prune(&self, retention: &Retention, now: DateTime<Utc>) -> Result<Pruned, StoreError> {
+        let mut out = Pruned::default();
+        for item in self.jobs.iter() {
+            let (k, v) = item?;
+            let Ok(job) = crate::model::decode_job(&v) else {
+                continue;
+            };
+            if job.status != Status::Pending && now - job.updated_at > retention.jobs {
+                self.jobs.remove(&k)?;
+                self.pending.remove(&k)?;
+                out.jobs += 1;
+            }
+        }
+        for item in self.replies.iter() {
+            let (k, v) = item?;
+            let at = serde_json::from_slice::<ReplyRecord>(&v).ok().and_then(|r| r.at);
+            if at.is_none_or(|at| now - at > retention.jobs) {
+                self.replies.remove(&k)?;
+                out.replies += 1;
+            }
+        }
+        for item in self.cache.iter() {
+            let (k, v) = item?;
+            // Cache values are `[stored_at, value]`.
+            let at = serde_json::from_slice::<serde_json::Value>(&v)
+                .ok()
+                .and_then(|x| x.get(0).and_then(|t| t.as_str()).map(str::to_string))
+                .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+                .map(|t| t.with_timezone(&Utc));
+            if at.is_none_or(|at| now - at > retention.cache) {
+                self.cache.remove(&k)?;
+                out.cache += 1;
+            }
+        }
+        for item in self.quota.iter() {
+            let (k, _) = item?;
+            // `checks:<who>:<YYYYMMDDHH>` and `notice:<who>:<YYYYMMDDHH>`; a key without a
+            // window is a counter of an older build, no longer read.
+            let key = String::from_utf8_lossy(&k);
+            let window = key
+                .rsplit(':')
+                .next()
+                .and_then(|w| NaiveDateTime::parse_from_str(&format!("{w}0000"), "%Y%m%d%H%M%S").ok())
+                .map(|t| t.and_utc());
+            if window.is_none_or(|w| now - w > retention.quota) {
+                self.quota.remove(&k)?;
+                out.quota += 1;
+            }
+        }
+        self.flush()?;
+        Ok(out)
+    }
+
+    /// Records per tree (jobs, replies, cache, quota), for tests and the prune log.
+    pub fn counts(&self) -> [usize; 4] {
+        [self.jobs.len(), self.replies.len(), self.cache.len(), self.quota.len()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Account, Cause, Job, PlatformKind, Trigger, Visibility};
+
+    fn trigger(id: usize) -> Trigger {
+        Trigger {
+            platform: PlatformKind::Mastodon,
+            cause: Cause::Mention,
+            event_id: id.to_string(),
+            status_id: "s".into(),
+            in_reply_to_id: None,
+            quote_of: None,
+            asked_in_text: true,
+            author: Account {
+                handle: "alice".into(),
+                is_bot: false,
+                is_self: false,
+                nobot: false,
+            },
+            visibility: Visibility::Public,
+            created_at: Utc::now(),
+            text: "x".repeat(2000),
+        }
+    }
+
+    /// Many finished jobs, replies, cache entries and quota windows; a prune keeps only what
+    /// is recent or unfinished, and the store's record counts fall (sled reclaims the file
+    /// space itself, later).
+    #[test]
+    fn a_prune_keeps_the_recent_and_the_unfinished() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path()).unwrap();
+        let now = Utc::now();
+        let old = now - chrono::Duration::days(40);
+        for i in 0..2000 {
+            let mut job = Job::new(trigger(i));
+            job.status = if i % 100 == 0 { Status::Pending } else { Status::Done };
+            job.updated_at = if i < 1800 { old } else { now };
+            if job.status == Status::Pending {
+                s.enqueue(&job, None).unwrap();
+            } else {
+                s.save(&job).unwrap();
+            }
+            let at = if i < 1800 { Some(old) } else { Some(now) };
+            let record = ReplyRecord {
+                job_id: job.id.clone(),
+                reply_ids: vec!["1".into()],
+                first_url: None,
+                at,
+            };
+            s.record_reply(&format!("mastodon:{i}"), &record).unwrap();
+            s.cache_put(
+                "search",
+                &format!("q{i}"),
+                &(if i < 1800 { old } else { now }, vec!["hit"; 20]),
+            )
+            .unwrap();
+        }
+        let hour = |t: DateTime<Utc>| t.format("%Y%m%d%H").to_string();
+        for who in 0..300 {
+            s.charge(&format!("checks:mastodon:u{who}:{}", hour(old)), "j", 5)
+                .unwrap();
+            s.set_once(&format!("notice:mastodon:u{who}:{}", hour(old))).unwrap();
+        }
+        s.charge(&format!("checks:mastodon:bob:{}", hour(now)), "j", 5).unwrap();
+        s.quota.insert("checks:mastodon:legacy", &1u64.to_be_bytes()).unwrap();
+        s.flush().unwrap();
+        let before = s.counts();
+        let retention = Retention {
+            jobs: chrono::Duration::days(30),
+            cache: chrono::Duration::days(1),
+            quota: chrono::Duration::days(2),
+        };
+        let pruned = s.prune(&retention, now).unwrap();
+        // 1800 old, of which 18 are unfinished and kept.
+        assert_eq!(pruned.jobs, 1782);
+        assert_eq!(pruned.replies, 1800);
+        assert_eq!(pruned.cache, 1800);
+        assert_eq!(pruned.quota, 601);
+        assert_eq!(s.counts(), [before[0] - 1782, 200, 200, 1]);
+        assert_eq!(s.pending_jobs().unwrap().len(), 20, "no unfinished job is lost");
+        assert!(s.charge(&format!("checks:mastodon:bob:{}", hour(now)), "j", 5).unwrap());
+        // A second pass finds nothing more.
+        assert_eq!(s.prune(&retention, now).unwrap(), Pruned::default());
+    }
+}
