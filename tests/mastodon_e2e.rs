@@ -49,7 +49,11 @@ async fn mention_under_a_status_gets_a_threaded_reply() {
     );
     assert_ne!(r["in_reply_to_id"], mention["id"]);
     assert_eq!(r["visibility"], "unlisted");
-    assert_eq!(text_of(r), format!("@bob {reply}"));
+    // The bot words the verdict itself; the model's explanation follows.
+    assert_eq!(
+        text_of(r),
+        "@bob This post is false. The Moon is made of rock, as samples from Apollo show."
+    );
 
     // The LLM saw the target's text, inside the data block, not the mention's.
     let reqs = llm.requests.lock().unwrap().clone();
@@ -130,10 +134,13 @@ async fn long_reply_becomes_ordered_parts_within_the_limit() {
             "part {i} must reply to the previous one"
         );
         previous = p["id"].as_str().unwrap().to_string();
+        // (The explanation's first letter is capitalised after the bot's verdict sentence.)
         seen_words.extend(
-            text.split_whitespace()
+            text.to_lowercase()
+                .split_whitespace()
                 .filter(|w| w.starts_with("fact"))
-                .map(str::to_string),
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
         );
     }
     assert!(text_of(&parts[0]).starts_with("@bob This post is misleading."));
@@ -278,7 +285,7 @@ async fn check_prints_the_reply_and_a_trace_and_posts_nothing() {
     assert!(text.contains("post by alice"), "{text}");
     assert!(text.contains("Vaccines contain microchips."), "{text}");
     assert!(
-        text.contains("This post is false: see eve"),
+        text.contains("This post is false. See eve"),
         "mention defused, URL removed: {text}"
     );
     assert!(!text.contains("spam.example"), "{text}");

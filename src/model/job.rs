@@ -82,6 +82,9 @@ pub struct Draft {
     pub text: String,
     /// The only URLs the reply may contain (the evidence's; empty without retrieval).
     pub urls: Vec<String>,
+    /// The verdict a reply states (`None` for notices and the honest fallbacks).
+    #[serde(default)]
+    pub verdict: Option<super::verdict::Verdict>,
 }
 
 /// The reply split into thread parts, ready to post.

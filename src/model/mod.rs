@@ -11,6 +11,7 @@ mod post;
 mod retrieval;
 mod trigger;
 mod usage;
+mod verdict;
 
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
@@ -19,3 +20,4 @@ pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
 pub use retrieval::{Candidate, DropReason, Dropped, Evidence, KeptPage, Retrieval, StepTrace, Tier};
 pub use trigger::{Account, Cause, Trigger};
 pub use usage::Usage;
+pub use verdict::Verdict;

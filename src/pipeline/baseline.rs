@@ -1,12 +1,13 @@
-//! Muse's "without retrieval" baseline: the LLM answers from what it knows, told to say where
-//! and why the post is (in)accurate, briefly, starting "This post is". No URLs are allowed in
-//! the reply (there is no evidence to cite); the composer enforces that. An answer that takes
-//! no position, or only restates the post, is asked for once more, then replaced by the honest
-//! "could not check" reply: the bot never posts a claim back as its answer.
+//! Muse's "without retrieval" baseline: the LLM answers from what it knows, choosing a verdict
+//! from the closed set and saying where and why, briefly; the bot words the verdict
+//! ([`super::verdict`]). No URLs are allowed in the reply (there is no evidence to cite); the
+//! composer enforces that. An answer that chooses no verdict, or only restates the post, is
+//! asked for once more, then replaced by the honest "could not check" reply: the bot never
+//! posts a claim back as its answer.
 
 use minijinja::context;
 
-use super::{parse, PipelineError};
+use super::{verdict, PipelineError};
 use crate::llm::{ChatMessage, LlmClient};
 use crate::model::{Draft, Outcome, Post, Usage};
 use crate::prompts::Prompts;
@@ -28,24 +29,32 @@ pub async fn draft(llm: &LlmClient, prompts: &Prompts, post: &Post) -> Result<(D
             },
         )?;
         let completion = llm
-            .chat(&[ChatMessage::system(system.clone()), ChatMessage::user(user)])
+            .chat_json(
+                &[ChatMessage::system(system.clone()), ChatMessage::user(user)],
+                "verdict",
+                &verdict::schema(),
+            )
             .await?;
         usage.prompt_tokens += completion.prompt_tokens;
         usage.completion_tokens += completion.completion_tokens;
-        if parse::states_a_verdict(&completion.text, &post.text) {
+        let answer = verdict::read(&completion.text)
+            .filter(|(_, explanation)| explanation.is_empty() || !verdict::is_echo(explanation, &post.text));
+        if let Some((v, explanation)) = answer {
             let draft = Draft {
                 outcome: Outcome::Reply,
-                text: completion.text,
+                text: verdict::word(v, &explanation),
                 urls: Vec::new(),
+                verdict: Some(v),
             };
             return Ok((draft, usage));
         }
-        tracing::warn!(retry, "the reply takes no position on the post or restates it");
+        tracing::warn!(retry, "the answer chose no verdict or restates the post");
     }
     let draft = Draft {
         outcome: Outcome::Insufficient,
         text: prompts.render("reply_unverified.j2", context! {})?,
         urls: Vec::new(),
+        verdict: None,
     };
     Ok((draft, usage))
 }

@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod muse;
 pub mod parse;
+pub mod verdict;
 
 use std::sync::Arc;
 

@@ -82,63 +82,8 @@ pub fn evidence(text: &str, max_each: usize) -> (Vec<String>, Vec<String>) {
     (quoted, Vec::new())
 }
 
-/// Words that say what a reply thinks of the post. A reply with none of them takes no position.
-const VERDICT_TERMS: &[&str] = &[
-    "this post is",
-    "false",
-    "misleading",
-    "inaccurate",
-    "accurate",
-    "incorrect",
-    "correct",
-    "true",
-    "untrue",
-    "myth",
-    "no evidence",
-    "not supported",
-    "unsupported",
-    "unverified",
-    "cannot be verified",
-    "could not verify",
-    "debunked",
-    "fabricated",
-    "out of context",
-    "satire",
-];
-
-/// Whether `reply` states a verdict on `post` instead of repeating it: it uses a verdict word
-/// and is not just the post's words again (small models asked to fact-check sometimes restate
-/// the claim, which a bot must never post as its answer).
-pub fn states_a_verdict(reply: &str, post: &str) -> bool {
-    let words = |t: &str| -> Vec<String> {
-        normalize(t)
-            .to_lowercase()
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    let reply_words = words(reply);
-    if reply_words.is_empty() {
-        return false;
-    }
-    let post_words: std::collections::HashSet<String> = words(post).into_iter().collect();
-    let lower = reply_words.join(" ");
-    let verdict = VERDICT_TERMS.iter().any(|t| {
-        let t = t.to_string();
-        lower == t
-            || lower.starts_with(&format!("{t} "))
-            || lower.contains(&format!(" {t} "))
-            || lower.ends_with(&format!(" {t}"))
-    });
-    // An echo: at least 80 % of the reply's words are the post's own.
-    let own = reply_words.iter().filter(|w| post_words.contains(*w)).count();
-    let echo = own * 5 >= reply_words.len() * 4;
-    verdict && !echo
-}
-
 /// The first JSON object or array embedded in `text` (models wrap JSON in prose or fences).
-fn json_in(text: &str) -> Option<Value> {
+pub(crate) fn json_in(text: &str) -> Option<Value> {
     for (open, close) in [('{', '}'), ('[', ']')] {
         if let (Some(start), Some(end)) = (text.find(open), text.rfind(close)) {
             if start < end {
@@ -216,34 +161,6 @@ mod tests {
         assert_eq!(evidence("none", 2), (vec![], vec![]));
         let (r, _) = evidence(r#"{"refute": ["a", "b", "c", "d", "e"], "context": []}"#, 4);
         assert_eq!(r.len(), 4);
-    }
-
-    #[test]
-    fn a_verdict_is_not_an_echo() {
-        let post = "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.";
-        assert!(!states_a_verdict(
-            "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.",
-            post
-        ));
-        assert!(!states_a_verdict(
-            "The Great Wall of China is visible from the Moon.",
-            post
-        ));
-        assert!(!states_a_verdict("", post));
-        assert!(states_a_verdict(
-            "This post is false: astronauts say the Great Wall cannot be seen from the Moon.",
-            post
-        ));
-        assert!(states_a_verdict(
-            "The claim is a myth; no astronaut has seen the wall from the Moon without aid.",
-            post
-        ));
-        // A verdict word the post itself carries does not make an echo a verdict.
-        let loud = "TRUE: the Great Wall is visible from the Moon";
-        assert!(!states_a_verdict(
-            "True: the Great Wall is visible from the Moon.",
-            loud
-        ));
     }
 
     #[test]

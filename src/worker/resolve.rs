@@ -113,7 +113,12 @@ impl Run<'_> {
             .prompts
             .render(template, ctx)
             .map_err(|e| StageError::Fatal(e.to_string()))?;
-        job.draft = Some(Draft { outcome, text, urls });
+        job.draft = Some(Draft {
+            outcome,
+            text,
+            urls,
+            verdict: None,
+        });
         job.target = Some(trigger_as_post(&job.trigger));
         Ok(StageOutcome::Next(Usage::default()))
     }

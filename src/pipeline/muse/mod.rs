@@ -90,6 +90,7 @@ impl Muse {
                     outcome: Outcome::NothingToCheck,
                     text,
                     urls: Vec::new(),
+                    verdict: None,
                 };
                 return Ok((draft, r.usage()));
             }

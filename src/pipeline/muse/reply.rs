@@ -1,14 +1,15 @@
-//! Step 5, reply: facts sorted by tier, relevance and closeness to the post's date; the reply
-//! must cite at least one evidence URL and state a verdict (`parse::states_a_verdict`; one
-//! regeneration), else the honest insufficient-evidence reply with an accuracy nudge. Returns
-//! the [`Draft`], which the worker persists with the job.
+//! Step 5, reply: facts sorted by tier, relevance and closeness to the post's date; the model
+//! chooses a verdict from the closed set and explains it citing at least one evidence URL (one
+//! regeneration), and the bot words the verdict itself ([`crate::pipeline::verdict`]); else the
+//! honest insufficient-evidence reply with an accuracy nudge. Returns the [`Draft`], which the
+//! worker persists with the job.
 
 use minijinja::context;
 
 use super::{post_context, Muse};
 use crate::llm::ChatMessage;
 use crate::model::{Draft, Evidence, Outcome, Post, Usage};
-use crate::pipeline::{parse, PipelineError};
+use crate::pipeline::{verdict, PipelineError};
 
 /// Word budget of the reply.
 pub const REPLY_WORDS: u32 = 120;
@@ -23,6 +24,7 @@ pub async fn run(m: &Muse, post: &Post, evidence: &[Evidence]) -> Result<(Draft,
                 outcome: Outcome::Insufficient,
                 text,
                 urls: Vec::new(),
+                verdict: None,
             },
             Usage::default(),
         ))
@@ -61,17 +63,25 @@ pub async fn run(m: &Muse, post: &Post, evidence: &[Evidence]) -> Result<(Draft,
         let user = m.prompts.render("reply_muse.user.j2", &ctx)?;
         let c = m
             .llm
-            .chat(&[ChatMessage::system(system.clone()), ChatMessage::user(user)])
+            .chat_json(
+                &[ChatMessage::system(system.clone()), ChatMessage::user(user)],
+                "verdict",
+                &verdict::schema(),
+            )
             .await?;
         usage.prompt_tokens += c.prompt_tokens;
         usage.completion_tokens += c.completion_tokens;
-        let cites = urls.iter().any(|u| c.text.contains(u.as_str()));
-        if cites && parse::states_a_verdict(&c.text, &post.text) {
+        let answer = verdict::read(&c.text);
+        let cites = answer
+            .as_ref()
+            .is_some_and(|(_, e)| urls.iter().any(|u| e.contains(u.as_str())));
+        if let Some((v, explanation)) = answer.filter(|(_, e)| cites && !verdict::is_echo(e, &post.text)) {
             return Ok((
                 Draft {
                     outcome: Outcome::Reply,
-                    text: c.text,
+                    text: verdict::word(v, &explanation),
                     urls,
+                    verdict: Some(v),
                 },
                 usage,
             ));
@@ -79,7 +89,7 @@ pub async fn run(m: &Muse, post: &Post, evidence: &[Evidence]) -> Result<(Draft,
         tracing::warn!(
             retry,
             cites,
-            "the reply cites no evidence URL, or takes no position on the post"
+            "the answer chose no verdict, cites no evidence URL, or restates the post"
         );
     }
     let (draft, _) = insufficient()?;
