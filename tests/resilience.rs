@@ -110,16 +110,33 @@ async fn rate_limits_and_server_errors_are_retried() {
     assert!(log.contains("retrying"), "{log}");
 }
 
-/// ≥ 20 runs that kill -9 the daemon at random moments while mentions are in flight; after a
-/// final restart every mention is answered exactly once (counted on the server).
+/// 50 runs that kill -9 the daemon at random moments while mentions are in flight: top-level
+/// mentions, mentions that are replies in threads, and replies of 3+ parts (every post takes
+/// 200 ms on the server, so kills land between two parts too), then one kill placed right
+/// after part 1 of a long reply. After a final restart every
+/// mention is answered exactly once, every thread is complete and chained, nothing is doubled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_dash_nine_at_random_moments_loses_and_doubles_nothing() {
-    const RUNS: usize = 20;
-    const PER_RUN: usize = 2;
-    let mock = MockMastodon::start().await;
-    let mut script = Script::reply("This post is false.");
+    const RUNS: usize = 50;
+    // 51 starts within minutes make ~8 requests each: more than a real server's 300 per 5 min.
+    let mock = MockMastodon::start_with_ratelimit(3000).await;
+    let long = format!(
+        "This post is false. {}",
+        (0..200).map(|i| format!("reason{i}")).collect::<Vec<_>>().join(" ")
+    );
+    let mut script = Script::routed(move |body: &serde_json::Value| {
+        let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        if user.contains("LONG") {
+            long.clone()
+        } else {
+            "This post is false.".to_string()
+        }
+    });
     script.delay = Duration::from_millis(150);
     let llm = ScriptedLlm::start(script).await;
+    mock.fault(json!({"match": {"methods": ["POST"], "path": "/api/v1/statuses"},
+        "effect": {"type": "latency", "delay_ms": 200}}))
+        .await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let extra = "[limits]\nchecks_per_requester_per_hour = 10000\n";
@@ -130,38 +147,92 @@ async fn kill_dash_nine_at_random_moments_loses_and_doubles_nothing() {
         .unwrap_or_else(|| fastrand::u64(..));
     eprintln!("crash test seed: {seed} (rerun with MUSEBOT_CRASH_SEED={seed})");
     let mut rng = fastrand::Rng::with_seed(seed);
-    let mut mentions = Vec::new();
+    // (the post each job answers, whether its reply is long)
+    let mut targets: Vec<(String, bool)> = Vec::new();
     for run in 0..RUNS {
         let mut daemon = Daemon::start(dir.path(), &cfg, port);
         daemon.wait_connected().await;
-        for k in 0..PER_RUN {
-            let token = if k % 2 == 0 { ALICE_TOKEN } else { BOB_TOKEN };
-            let m = mock.post(token, &format!("@musebot claim {run}-{k}"), None).await;
-            mentions.push(m["id"].as_str().unwrap().to_string());
-        }
-        tokio::time::sleep(Duration::from_millis(rng.u64(0..900))).await;
+        let m = mock.post(ALICE_TOKEN, &format!("@musebot claim {run}"), None).await;
+        targets.push((m["id"].as_str().unwrap().to_string(), false));
+        let is_long = run % 2 == 1;
+        let claim = format!("Thread claim {run}{}", if is_long { " LONG" } else { "" });
+        let t = mock.post(ALICE_TOKEN, &claim, None).await;
+        let tid = t["id"].as_str().unwrap().to_string();
+        mock.post(BOB_TOKEN, &format!("@musebot is this true? {run}"), Some(&tid))
+            .await;
+        targets.push((tid, is_long));
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..1500))).await;
         daemon.kill9();
     }
+    // One kill exactly between two parts: as soon as part 1 of a long reply is on the server
+    // (part 2 is then in flight: every post takes 200 ms).
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
-    let total = mentions.len();
-    mock.wait_for_bot_statuses(Duration::from_secs(90), |s| s.len() >= total)
+    let t = mock.post(ALICE_TOKEN, "Thread claim between-parts LONG", None).await;
+    let tid = t["id"].as_str().unwrap().to_string();
+    mock.post(BOB_TOKEN, "@musebot is this true? between", Some(&tid)).await;
+    let seen = daemon
+        .wait_for_replies(&mock, Duration::from_secs(60), |s| {
+            s.iter().any(|p| p["in_reply_to_id"].as_str() == Some(tid.as_str()))
+        })
+        .await;
+    daemon.kill9();
+    let first = seen
+        .iter()
+        .find(|p| p["in_reply_to_id"].as_str() == Some(tid.as_str()))
+        .unwrap();
+    let second_done = seen.iter().any(|p| p["in_reply_to_id"] == first["id"]);
+    let third_done = seen.iter().any(|p| {
+        seen.iter()
+            .any(|q| q["in_reply_to_id"] == first["id"] && p["in_reply_to_id"] == q["id"])
+    });
+    assert!(!third_done, "the kill came after the thread was complete");
+    eprintln!("killed after part 1 (part 2 already on the server: {second_done})");
+    targets.push((tid, true));
+
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    // Every thread complete: long ones have ≥ 3 parts.
+    let expected_min = targets.iter().map(|(_, l)| if *l { 3 } else { 1 }).sum::<usize>();
+    let posted = daemon
+        .wait_for_replies(&mock, Duration::from_secs(180), |s| s.len() >= expected_min)
         .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let posted = mock.bot_statuses().await;
-    let mut per_target: HashMap<String, usize> = HashMap::new();
+    let posted = {
+        let again = mock.bot_statuses().await;
+        if again.len() >= posted.len() {
+            again
+        } else {
+            posted
+        }
+    };
+    let mut children: HashMap<String, Vec<String>> = HashMap::new();
     for p in &posted {
-        *per_target
+        children
             .entry(p["in_reply_to_id"].as_str().unwrap_or("").to_string())
-            .or_default() += 1;
+            .or_default()
+            .push(p["id"].as_str().unwrap().to_string());
     }
-    for m in &mentions {
-        assert_eq!(
-            per_target.get(m).copied().unwrap_or(0),
-            1,
-            "mention {m} answered {:?} times (seed {seed})",
-            per_target.get(m)
-        );
+    // No post of anyone's is answered twice: each parent has at most one bot reply.
+    for (parent, kids) in &children {
+        assert_eq!(kids.len(), 1, "{parent} has {} bot replies (seed {seed})", kids.len());
+    }
+    let mut total = 0;
+    for (target, is_long) in &targets {
+        // Walk the chain: target → part 1 → part 2 → …
+        let mut parts = 0;
+        let mut at = target.clone();
+        while let Some(next) = children.get(&at) {
+            parts += 1;
+            at = next[0].clone();
+        }
+        assert!(parts >= 1, "{target} unanswered (seed {seed})");
+        if *is_long {
+            assert!(parts >= 3, "{target}: a long reply in {parts} part(s) (seed {seed})");
+        } else {
+            assert_eq!(parts, 1, "{target} (seed {seed})");
+        }
+        total += parts;
     }
     assert_eq!(posted.len(), total, "no stray replies (seed {seed})");
     drop(daemon);

@@ -57,6 +57,16 @@ impl MockMastodon {
     }
 
     pub async fn start_with(port: u16, max_characters: Option<usize>) -> MockMastodon {
+        Self::start_full(port, max_characters, 300).await
+    }
+
+    /// A mock that allows `per_5min` requests per token in 5 minutes (real Mastodon: 300),
+    /// for tests that restart the daemon dozens of times within minutes.
+    pub async fn start_with_ratelimit(per_5min: u32) -> MockMastodon {
+        Self::start_full(free_port(), None, per_5min).await
+    }
+
+    async fn start_full(port: u16, max_characters: Option<usize>, per_5min: u32) -> MockMastodon {
         let sandbox = Sandbox::load();
         let dir = tempfile::tempdir().unwrap();
         let config = format!(
@@ -70,7 +80,7 @@ port = {port}
 
 [ratelimit]
 enabled = true
-limit = 300
+limit = {per_5min}
 window_seconds = 300
 
 [[seed.accounts]]
