@@ -189,3 +189,46 @@ async fn caps_and_content_checks() {
     assert_eq!(page.redirects, 1);
     assert_eq!(page.url.path(), "/page");
 }
+
+/// A DNS server on loopback that answers the first question with a public address and every
+/// later one with 127.0.0.1 (a rebinding attack); it counts the questions.
+async fn rebinding_dns() -> (SocketAddr, Arc<AtomicUsize>) {
+    let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = sock.local_addr().unwrap();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 512];
+        while let Ok((n, from)) = sock.recv_from(&mut buf).await {
+            let q = &buf[..n];
+            let nth = count.fetch_add(1, Ordering::SeqCst);
+            let ip: [u8; 4] = if nth == 0 { [93, 184, 216, 34] } else { [127, 0, 0, 1] };
+            // Header: same id, a response with one question and one answer.
+            let mut a = q[..2].to_vec();
+            a.extend_from_slice(&[0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0]);
+            a.extend_from_slice(&q[12..]); // the question as asked
+            a.extend_from_slice(&[0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4]); // name ptr, A, IN, TTL 0
+            a.extend_from_slice(&ip);
+            let _ = sock.send_to(&a, from).await;
+        }
+    });
+    (addr, asked)
+}
+
+/// DNS rebinding: the name passes the pre-check (a public address), then resolves to loopback
+/// when the client connects. The connect-time guard refuses it: the tripwire on that loopback
+/// port sees no connection, and the DNS server was asked at both moments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_rebinding_is_refused_at_connect_time() {
+    let (port, hits) = tripwire().await;
+    let (dns, asked) = rebinding_dns().await;
+    let fetcher = Fetcher::new(&FetchConfig {
+        test_dns: dns.to_string(),
+        ..FetchConfig::default()
+    })
+    .unwrap();
+    let r = fetcher.fetch(&format!("http://rebind.example:{port}/page")).await;
+    let e = r.expect_err("a rebinding name must not be fetched");
+    assert!(asked.load(Ordering::SeqCst) >= 2, "resolved again at connect time: {e}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "no connection reached loopback: {e}");
+}

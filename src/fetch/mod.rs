@@ -4,6 +4,7 @@
 //! by hand (bounded, each re-checked), time and body-size caps, a content-type check, charset
 //! decoding, a per-host concurrency limit and an honest User-Agent.
 
+pub mod dns;
 pub mod guard;
 
 use std::collections::HashMap;
@@ -28,7 +29,10 @@ pub struct FetchConfig {
     pub max_redirects: usize,
     /// Requests in flight to one host.
     pub per_host_concurrency: usize,
-    /// Send every fetch through this HTTP proxy ("" = direct). The guard still applies.
+    /// Send every fetch through this HTTP proxy ("" = direct). The guard still checks every
+    /// URL's addresses before the request, but the proxy resolves the name again when it
+    /// connects, so the connect-time (rebinding) check is the proxy's: it must refuse
+    /// loopback, private and link-local addresses itself.
     pub proxy: String,
     /// Comma-separated hosts that bypass `proxy` (curl's NO_PROXY syntax).
     pub no_proxy: String,
@@ -37,6 +41,9 @@ pub struct FetchConfig {
     /// TEST ONLY: `name=IP:port` DNS overrides (like curl's --resolve), so a test can serve
     /// `http://www.reuters.com/…` from a local server. The guard still checks the address.
     pub test_resolve: Vec<String>,
+    /// TEST ONLY: resolve names by asking this DNS server (`IP:port`, UDP) instead of the
+    /// system resolver, e.g. a rebinding server in a test.
+    pub test_dns: String,
 }
 
 impl Default for FetchConfig {
@@ -50,6 +57,7 @@ impl Default for FetchConfig {
             no_proxy: String::new(),
             test_allow_addrs: Vec::new(),
             test_resolve: Vec::new(),
+            test_dns: String::new(),
         }
     }
 }
@@ -107,6 +115,7 @@ pub struct Fetched {
 #[derive(Clone)]
 pub struct Fetcher {
     client: reqwest::Client,
+    dns: dns::Dns,
     allow: Allow,
     overrides: HashMap<String, SocketAddr>,
     config: FetchConfig,
@@ -133,12 +142,25 @@ impl Fetcher {
             let (name, addr) = parsed.ok_or_else(|| format!("fetch.test_resolve: `{entry}` is not name=IP:port"))?;
             overrides.insert(name, addr);
         }
+        let dns = if config.test_dns.is_empty() {
+            dns::Dns::System
+        } else {
+            dns::Dns::Server(
+                config
+                    .test_dns
+                    .parse()
+                    .map_err(|_| format!("fetch.test_dns: `{}` is not IP:port", config.test_dns))?,
+            )
+        };
         let mut builder = reqwest::Client::builder()
             .user_agent(crate::USER_AGENT)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(config.timeout_secs.min(10)))
-            .dns_resolver(Arc::new(GuardedResolver { allow: allow.clone() }));
+            .dns_resolver(Arc::new(GuardedResolver {
+                allow: allow.clone(),
+                dns,
+            }));
         builder = if config.proxy.is_empty() {
             builder.no_proxy()
         } else {
@@ -151,6 +173,7 @@ impl Fetcher {
         let client = builder.build().map_err(|e| e.to_string())?;
         Ok(Fetcher {
             client,
+            dns,
             allow,
             overrides,
             config: config.clone(),
@@ -259,11 +282,10 @@ impl Fetcher {
                     let port = url.port().unwrap_or(addr.port());
                     return guard::check(SocketAddr::new(addr.ip(), port), &self.allow).map_err(blocked);
                 }
-                let resolved = tokio::net::lookup_host((name.as_str(), port)).await;
-                let list: Vec<SocketAddr> = resolved
+                self.dns
+                    .lookup(&name, port)
+                    .await
                     .map_err(|e| FetchError::Unreachable(format!("cannot resolve {name}: {e}")))?
-                    .collect();
-                list
             }
             None => return Err(FetchError::BadUrl("no host".into())),
         };
@@ -291,15 +313,18 @@ impl Fetcher {
 /// reqwest's resolver, refusing forbidden addresses at connect time too.
 struct GuardedResolver {
     allow: Allow,
+    dns: dns::Dns,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow = self.allow.clone();
+        let (allow, dns) = (self.allow.clone(), self.dns);
         Box::pin(async move {
             let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+            let addrs: Vec<SocketAddr> = dns
+                .lookup(&host, 0)
                 .await?
+                .into_iter()
                 .filter(|a| guard::classify(a.ip()).is_none() || allow.permits_ip(a.ip()))
                 .collect();
             if addrs.is_empty() {
