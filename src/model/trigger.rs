@@ -108,3 +108,28 @@ impl Trigger {
         }
     }
 }
+
+#[cfg(test)]
+impl Trigger {
+    /// A public top-level mention by `alice` with event id `id`, for tests.
+    pub fn test_mention(id: &str) -> Trigger {
+        Trigger {
+            platform: PlatformKind::Mastodon,
+            cause: Cause::Mention,
+            event_id: id.into(),
+            status_id: format!("m{id}"),
+            in_reply_to_id: None,
+            quote_of: None,
+            asked_in_text: true,
+            author: Account {
+                handle: "alice".into(),
+                is_bot: false,
+                is_self: false,
+                nobot: false,
+            },
+            visibility: Visibility::Public,
+            created_at: Utc::now(),
+            text: String::new(),
+        }
+    }
+}

@@ -241,27 +241,10 @@ fn decode(key: &str, bytes: &[u8]) -> Result<Job, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Account, Cause, PlatformKind, Trigger, Visibility};
+    use crate::model::Trigger;
 
     fn mention(id: &str) -> Trigger {
-        Trigger {
-            platform: PlatformKind::Mastodon,
-            cause: Cause::Mention,
-            event_id: id.into(),
-            status_id: "s".into(),
-            in_reply_to_id: None,
-            quote_of: None,
-            asked_in_text: true,
-            author: Account {
-                handle: "alice".into(),
-                is_bot: false,
-                is_self: false,
-                nobot: false,
-            },
-            visibility: Visibility::Public,
-            created_at: chrono::Utc::now(),
-            text: String::new(),
-        }
+        Trigger::test_mention(id)
     }
 
     #[test]

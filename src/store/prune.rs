@@ -92,26 +92,12 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Account, Cause, Job, PlatformKind, Trigger, Visibility};
+    use crate::model::{Job, Trigger};
 
     fn trigger(id: usize) -> Trigger {
         Trigger {
-            platform: PlatformKind::Mastodon,
-            cause: Cause::Mention,
-            event_id: id.to_string(),
-            status_id: "s".into(),
-            in_reply_to_id: None,
-            quote_of: None,
-            asked_in_text: true,
-            author: Account {
-                handle: "alice".into(),
-                is_bot: false,
-                is_self: false,
-                nobot: false,
-            },
-            visibility: Visibility::Public,
-            created_at: Utc::now(),
             text: "x".repeat(2000),
+            ..Trigger::test_mention(&id.to_string())
         }
     }
 

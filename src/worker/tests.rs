@@ -13,7 +13,7 @@ use super::*;
 use crate::compose::TextLimits;
 use crate::config::{Config, PipelineMode};
 use crate::metrics::Metrics;
-use crate::model::{Account, Cause, PlatformKind, Post, Trigger, Visibility};
+use crate::model::{Account, Cause, Post, Trigger, Visibility};
 use crate::platform::double::{Call, Double};
 use llm::{Script, ScriptedLlm};
 
@@ -68,22 +68,13 @@ async fn bench(script: Script) -> Bench {
 
 fn mention(id: &str) -> Trigger {
     Trigger {
-        platform: PlatformKind::Mastodon,
-        cause: Cause::Mention,
-        event_id: id.into(),
-        status_id: format!("m{id}"),
         in_reply_to_id: Some("100".into()),
-        quote_of: None,
-        asked_in_text: true,
         author: Account {
             handle: "bob".into(),
-            is_bot: false,
-            is_self: false,
-            nobot: false,
+            ..Trigger::test_mention(id).author
         },
-        visibility: Visibility::Public,
-        created_at: chrono::Utc::now(),
         text: "@musebot is this true?".into(),
+        ..Trigger::test_mention(id)
     }
 }
 

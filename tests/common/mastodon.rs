@@ -165,20 +165,11 @@ access_token = "{NOBOT_TOKEN}"
     }
 
     pub async fn post(&self, token: &str, text: &str, in_reply_to: Option<&str>) -> Value {
-        let mut form = vec![("status", text.to_string()), ("visibility", "public".to_string())];
+        let mut form = vec![("status", text), ("visibility", "public")];
         if let Some(id) = in_reply_to {
-            form.push(("in_reply_to_id", id.to_string()));
+            form.push(("in_reply_to_id", id));
         }
-        let r = self
-            .http
-            .post(format!("{}/api/v1/statuses", self.base))
-            .bearer_auth(token)
-            .form(&form)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "posting failed: {}", r.status());
-        r.json().await.unwrap()
+        self.post_form(token, &form).await
     }
 
     /// Posts a status with any form fields (`visibility`, `quoted_status_id`, …).
