@@ -79,6 +79,15 @@ fn mention(id: &str) -> Trigger {
 }
 
 impl Bench {
+    /// A post by `author` with id `pid`, and a new job for bob's mention `event` replying to it.
+    fn ask_about(&self, event: &str, pid: &str, author: &str, text: &str, visibility: Visibility) -> String {
+        self.double
+            .add_post(Post::text_only(pid, author, text, chrono::Utc::now(), visibility));
+        let mut t = mention(event);
+        t.in_reply_to_id = Some(pid.into());
+        self.add(t)
+    }
+
     fn add(&self, trigger: Trigger) -> String {
         let job = Job::new(trigger);
         self.worker.store.save(&job).unwrap();
@@ -306,16 +315,7 @@ async fn a_mention_only_inherited_from_the_parent_is_not_a_request() {
 #[tokio::test]
 async fn replies_to_the_bots_own_post_never_start_a_check() {
     let b = bench(Script::reply(VERDICT)).await;
-    b.double.add_post(Post::text_only(
-        "300",
-        "musebot",
-        "This post is false.",
-        chrono::Utc::now(),
-        Visibility::Unlisted,
-    ));
-    let mut t = mention("1");
-    t.in_reply_to_id = Some("300".into());
-    let id = b.add(t);
+    let id = b.ask_about("1", "300", "musebot", "This post is false.", Visibility::Unlisted);
     assert_eq!(b.run(&id).await.status, Status::Skipped(SkipReason::TargetIsOwnPost));
     assert_eq!(b.llm_calls(), 0);
     assert!(b.double.texts().is_empty());
@@ -364,16 +364,7 @@ async fn a_post_that_is_not_public_gets_a_direct_message_and_no_check() {
 async fn with_the_operators_consent_a_private_post_is_checked_and_answered_directly() {
     let mut b = bench(Script::reply(VERDICT)).await;
     b.worker.privacy.check_non_public = true;
-    b.double.add_post(Post::text_only(
-        "401",
-        "carol",
-        "The Moon is cheese.",
-        chrono::Utc::now(),
-        Visibility::Private,
-    ));
-    let mut t = mention("1");
-    t.in_reply_to_id = Some("401".into());
-    let id = b.add(t);
+    let id = b.ask_about("1", "401", "carol", "The Moon is cheese.", Visibility::Private);
     let job = b.run(&id).await;
     assert_eq!(job.draft.as_ref().unwrap().outcome, Outcome::Reply);
     assert_eq!(job.plan.as_ref().unwrap().visibility, Visibility::Direct);
