@@ -444,3 +444,41 @@ async fn a_mention_in_a_quote_post_checks_the_quoted_post() {
     let user = reqs[0]["messages"][1]["content"].as_str().unwrap();
     assert!(user.contains("The Moon is made of cheese"), "{user}");
 }
+
+/// Mastodon's 300-posts-per-3-hours limit, as a real server answers it: 429 with
+/// `X-RateLimit-Reset` an ISO 8601 time with microseconds (app/lib/rate_limiter.rb) and no
+/// `Retry-After`. The job is parked until the reset, spending no attempt, and nothing is posted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_of_hours_parks_the_job_until_the_reset() {
+    let mock = MockMastodon::start().await;
+    // The LLM takes 1 s, so the rule below is in place before the daemon posts (and after
+    // the users' own posts).
+    let mut script = Script::reply("This post is false.");
+    script.delay = Duration::from_secs(1);
+    let llm = ScriptedLlm::start(script).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, "");
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    let reset = (chrono::Utc::now() + chrono::Duration::hours(2))
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let target = mock.post(ALICE_TOKEN, "The Moon is made of cheese.", None).await;
+    mock.post(BOB_TOKEN, "@musebot is this true?", target["id"].as_str())
+        .await;
+    mock.fault(serde_json::json!({"match": {"methods": ["POST"], "path": "/api/v1/statuses"},
+        "effect": {"type": "ratelimit", "headers": {"X-RateLimit-Limit": "300", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}},
+        "count": 1}))
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !daemon.log_text().contains("the job is parked until then") {
+        assert!(std::time::Instant::now() < deadline, "{}", daemon.log_text());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let log = daemon.log_text();
+    assert!(mock.bot_statuses().await.is_empty(), "{log}");
+    assert!(!log.contains("will retry"), "a rate limit spends no attempt: {log}");
+    assert_eq!(log.matches("rate limited; the job is parked").count(), 1, "{log}");
+}
