@@ -9,7 +9,9 @@ use serde::Serialize;
 use crate::compose::TextLimits;
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::model::{Account, Cause, Job, PlatformKind, Post, Retrieval, Stage, Status, StepTrace, Trigger, Visibility};
+use crate::model::{
+    Account, Cause, Job, PlatformKind, Post, Retrieval, Stage, Status, StepTrace, Trigger, Verification, Visibility,
+};
 use crate::platform::dry_run::DryRun;
 use crate::platform::mastodon::Mastodon;
 use crate::platform::{Platform, Platforms};
@@ -24,6 +26,8 @@ pub struct CheckReport {
     pub outcome: &'static str,
     pub parts: Vec<String>,
     pub retrieval: Option<Retrieval>,
+    /// The debate that checked the draft against its evidence (when it ran).
+    pub verification: Option<Verification>,
     pub trace: Vec<StepTrace>,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -132,6 +136,10 @@ fn report(config: &Config, job: Job) -> CheckReport {
         outcome: draft.outcome.as_str(),
         parts: job.plan.as_ref().map(|p| p.parts.clone()).unwrap_or_default(),
         retrieval: if muse { job.retrieval.clone() } else { None },
+        verification: job
+            .verification
+            .clone()
+            .filter(|v| v.outcome != Some(crate::model::Verified::NotNeeded)),
         trace,
         prompt_tokens: usage.prompt_tokens,
         completion_tokens: usage.completion_tokens,
@@ -181,6 +189,27 @@ impl CheckReport {
                     "  ({} quotes dropped: not verbatim in their page)\n",
                     r.unverified_quotes
                 ));
+            }
+            out.push('\n');
+        }
+        if let Some(v) = &self.verification {
+            out.push_str(&format!(
+                "verification: {}\n",
+                v.outcome.map_or("unfinished", |o| o.as_str())
+            ));
+            for (name, debate) in [("draft", Some(&v.first)), ("revision", v.second.as_ref())] {
+                for t in debate.into_iter().flat_map(|d| &d.turns) {
+                    out.push_str(&format!(
+                        "  {name} round {} agent {}: {} — {}\n",
+                        t.round,
+                        t.agent + 1,
+                        t.support.as_str(),
+                        t.reasons.replace('\n', " ")
+                    ));
+                    for o in &t.objections {
+                        out.push_str(&format!("      ✗ {o}\n"));
+                    }
+                }
             }
             out.push('\n');
         }

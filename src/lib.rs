@@ -29,5 +29,11 @@ pub mod worker;
 
 pub use daemon::run;
 
+/// The tests' scripted LLM peer (the same file the integration tests and the bench use), for
+/// the in-process tests of the stage machine and the debate engine.
+#[cfg(test)]
+#[path = "../tests/common/llm.rs"]
+pub(crate) mod test_llm;
+
 /// Sent with every outbound request: honest about what is calling.
 pub const USER_AGENT: &str = concat!("musebot/", env!("CARGO_PKG_VERSION"), " (fact-checking bot)");

@@ -70,6 +70,7 @@ pub struct Metrics {
     pub llm_tokens: Family<TokenLabel, Counter>,
     pub errors: Family<ErrorLabel, Counter>,
     pub search_failures: Family<SearchFailureLabel, Counter>,
+    pub verifications: Family<OutcomeLabel, Counter>,
     pub connections: Mutex<BTreeMap<String, ConnState>>,
     pub search_backends: Mutex<BTreeMap<String, BackendHealth>>,
 }
@@ -87,6 +88,7 @@ impl Metrics {
         let llm_tokens = Family::<TokenLabel, Counter>::default();
         let errors = Family::<ErrorLabel, Counter>::default();
         let search_failures = Family::<SearchFailureLabel, Counter>::default();
+        let verifications = Family::<OutcomeLabel, Counter>::default();
         registry.register(
             "mentions_received",
             "Mentions received, by platform",
@@ -101,6 +103,11 @@ impl Metrics {
         );
         registry.register("errors", "Errors, by kind", errors.clone());
         registry.register(
+            "verifications",
+            "Drafts checked by debate, by outcome (upheld|revised|withdrawn)",
+            verifications.clone(),
+        );
+        registry.register(
             "search_failures",
             "Failed search requests (after retries), by backend and kind",
             search_failures.clone(),
@@ -113,6 +120,7 @@ impl Metrics {
             llm_tokens,
             errors,
             search_failures,
+            verifications,
             connections: Mutex::new(BTreeMap::new()),
             search_backends: Mutex::new(BTreeMap::new()),
         })
@@ -166,6 +174,14 @@ impl Metrics {
         let h = backends.entry(backend.into()).or_default();
         h.failures_in_a_row += 1;
         h.last_failure = Some(kind.into());
+    }
+
+    pub fn verification(&self, outcome: &str) {
+        self.verifications
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            })
+            .inc();
     }
 
     pub fn search_ok(&self, backend: &str) {

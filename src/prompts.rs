@@ -28,6 +28,11 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "evidence.system.j2",
     "evidence.user.j2",
     "reply_muse.system.j2",
+    "verify.system.j2",
+    "verify.user.j2",
+    "verify_round1.user.j2",
+    "verify_round.user.j2",
+    "verify_revise.user.j2",
     "reply_muse.user.j2",
 ];
 
@@ -97,7 +102,7 @@ fn untrusted(value: String) -> String {
 }
 
 /// Names of the blocks prompts put untrusted text in.
-const BLOCKS: [&str; 3] = ["post", "page", "evidence"];
+const BLOCKS: [&str; 5] = ["post", "page", "evidence", "draft", "objections"];
 
 fn strip_block_tags(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -85,6 +85,10 @@ fn scripted_muse(body: &Value) -> String {
     if system.contains("web search queries") {
         return json!({"queries": ["moon cheese claim", "apollo lunar samples", "moon composition"]}).to_string();
     }
+    if system.contains("You check a reply") {
+        return json!({"verdict": "supported", "reasons": "Every sentence is in the evidence.", "objections": []})
+            .to_string();
+    }
     if system.contains("Quote passages") {
         let page = block(user, "page");
         let content = page.split("content:\n").nth(1).unwrap_or("");
@@ -344,6 +348,8 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
     }
     let log = daemon.log_text();
     assert!(log.contains("dropped quotes not found verbatim"), "{log}");
+    // The draft is supported by its evidence: the debate upholds it, and it is posted as drafted.
+    assert!(log.contains("the debate upheld the draft"), "{log}");
     drop(daemon);
 
     // The same post through `musebot check --json`: the trace shows every decision.
@@ -379,7 +385,7 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
         .collect();
     assert_eq!(
         steps,
-        ["resolve", "queries", "search", "pages", "evidence", "reply", "compose"]
+        ["resolve", "queries", "search", "pages", "evidence", "reply", "verify", "compose"]
     );
 }
 
@@ -577,4 +583,65 @@ async fn an_outage_is_retried_not_answered_as_could_not_verify() {
     let health: Value = serde_json::from_str(&get("/healthz").await).unwrap();
     assert_eq!(health["search"]["searxng"]["failures_in_a_row"], 0, "{health}");
     let _ = daemon.terminate(Duration::from_secs(10));
+}
+
+/// Draft verification end to end: the drafted reply states a fact that is in no evidence
+/// ("The Moon is 3 km wide."); the debating agents object to exactly that sentence, the draft
+/// is revised with the objection, the revision is upheld, and the posted reply no longer
+/// contains it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_with_an_unsupported_fact_is_caught_and_revised() {
+    let Some(LocalWeb { extra, post_text, .. }) = local_web_if_data().await else {
+        return;
+    };
+    const FABRICATED: &str = "The Moon is 3 km wide.";
+    let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        if system.contains("You check a reply") {
+            return if block(user, "draft").contains(FABRICATED) {
+                json!({"verdict": "unsupported", "reasons": "One sentence is in no source.", "objections": [FABRICATED]})
+            } else {
+                json!({"verdict": "supported", "reasons": "Every sentence is in the evidence.", "objections": []})
+            }
+            .to_string();
+        }
+        if system.contains("using only the facts given") {
+            let urls: Vec<&str> = block(user, "evidence")
+                .split_whitespace()
+                .filter(|w| w.starts_with("http"))
+                .map(|w| w.trim_end_matches([',', ')']))
+                .take(2)
+                .collect();
+            let revising = user.contains("<objections>");
+            let extra = if revising { "" } else { FABRICATED };
+            return format!("This post is misleading. Sources: {} {extra}", urls.join(" "));
+        }
+        scripted_muse(body)
+    }))
+    .await;
+    let Asked {
+        daemon,
+        posted,
+        dir: _dir,
+        mock: _mock,
+        ..
+    } = ask(&extra, &post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
+    let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
+    let log = daemon.log_text();
+    assert!(reply.starts_with("@bob This post is misleading."), "{reply}\n{log}");
+    assert!(!reply.contains("3 km"), "the unsupported sentence was posted: {reply}");
+    assert!(!urls_in(&reply).is_empty(), "{reply}");
+    assert!(log.contains("revising the draft"), "{log}");
+    let port = daemon.health_port;
+    let metrics = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("verifications_total{outcome=\"revised\"} 1"),
+        "{metrics}"
+    );
 }

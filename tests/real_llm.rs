@@ -45,3 +45,40 @@ async fn a_real_local_llm_writes_the_posted_reply() {
     assert!(asked, "the model was asked and counted tokens: {log}");
     eprintln!("generated reply: {text}");
 }
+
+/// The real local model runs a 2-agent, 1-round debate on a draft to its end: round 0 and at
+/// most one round, every turn with a verdict from the closed set (quality not asserted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_local_llm_debates_a_draft_to_the_end() {
+    use musebot::model::{Debate, DebateEnd};
+    use musebot::pipeline::debate::{Case, Debater};
+    let (_llm, base) = tokio::task::spawn_blocking(LlmServer::start).await.unwrap();
+    let config = musebot::config::LlmConfig {
+        base_url: base,
+        max_tokens: 96,
+        timeout_secs: 120,
+        ..Default::default()
+    };
+    let client = musebot::llm::LlmClient::new(&config, None).unwrap();
+    let prompts = musebot::prompts::Prompts::load(std::path::Path::new("")).unwrap();
+    let debater = Debater {
+        llm: &client,
+        prompts: &prompts,
+        agents: 2,
+        rounds: 1,
+    };
+    let case = Case {
+        opening: "<post>The Great Wall of China is visible from the Moon.</post>\n<evidence>- Astronauts say the wall cannot be seen from the Moon with the naked eye. (source: https://www.nasa.gov/wall)</evidence>\n<draft>This post is false. Astronauts say the wall cannot be seen from the Moon. https://www.nasa.gov/wall</draft>".into(),
+    };
+    let mut debate = Debate::default();
+    debater.run(&case, &mut debate, &mut |_| {}).await.unwrap();
+    assert!(
+        matches!(
+            debate.end,
+            Some(DebateEnd::Agreed { .. } | DebateEnd::Contested { rounds: 1 })
+        ),
+        "{debate:?}"
+    );
+    assert!((2..=4).contains(&debate.turns.len()), "{debate:?}");
+    eprintln!("debate: {:?}", debate.end);
+}

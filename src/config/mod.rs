@@ -18,6 +18,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub reply: ReplyConfig,
     pub privacy: PrivacyConfig,
+    pub verify: VerifyConfig,
     pub search: crate::search::SearchConfig,
     pub fetch: crate::fetch::FetchConfig,
     pub relevance: crate::relevance::RelevanceConfig,
@@ -164,6 +165,38 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             checks_per_requester_per_hour: 5,
+        }
+    }
+}
+
+/// Which drafts a debate checks against their evidence before they are posted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerifyMode {
+    Off,
+    /// Every reply drafted from evidence.
+    All,
+    /// Only replies whose verdict is "inaccurate" or "misleading".
+    Negative,
+}
+
+/// Draft verification by debate (MAD-Sherlock).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VerifyConfig {
+    pub mode: VerifyMode,
+    /// Agents in a debate (each with its own conversation).
+    pub agents: usize,
+    /// Debate rounds after the independent opinions, at most.
+    pub rounds: usize,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        VerifyConfig {
+            mode: VerifyMode::All,
+            agents: 2,
+            rounds: 3,
         }
     }
 }

@@ -37,6 +37,20 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
 
 /// `[daemon]` and `[http]`.
 fn daemon(c: &Config, p: &mut Problems) {
+    if c.verify.agents == 0 || c.verify.agents > 5 {
+        p.bad(
+            "verify.agents",
+            format!("is {}", c.verify.agents),
+            "use 1 to 5 agents (2 is the default)",
+        );
+    }
+    if c.verify.rounds > 10 {
+        p.bad(
+            "verify.rounds",
+            format!("is {}", c.verify.rounds),
+            "use 0 to 10 rounds (3 is the default)",
+        );
+    }
     for (key, value) in [
         ("llm.max_response_bytes", c.llm.max_response_bytes),
         ("search.max_response_bytes", c.search.max_response_bytes),

@@ -124,6 +124,8 @@ pub struct StageRecord {
 pub enum Stage {
     Resolve,
     Draft,
+    /// A debate checks the draft against its evidence (may revise or withdraw it).
+    Verify,
     Compose,
     Post,
 }
@@ -133,6 +135,7 @@ impl Stage {
         match self {
             Stage::Resolve => "resolve",
             Stage::Draft => "draft",
+            Stage::Verify => "verify",
             Stage::Compose => "compose",
             Stage::Post => "post",
         }
@@ -161,6 +164,9 @@ pub struct Job {
     /// The retrieval pipeline's step outputs (queries, links, pages, evidence).
     #[serde(default)]
     pub retrieval: Option<Retrieval>,
+    /// The verify stage's debates and outcome (absent before it ran, and in older records).
+    #[serde(default)]
+    pub verification: Option<super::verification::Verification>,
     /// Ids of the parts confirmed posted, in order.
     pub posted: Vec<String>,
     pub trace: Vec<StageRecord>,
@@ -183,6 +189,7 @@ impl Job {
             draft: None,
             plan: None,
             retrieval: None,
+            verification: None,
             posted: Vec::new(),
             trace: Vec::new(),
         }
@@ -194,9 +201,11 @@ impl Job {
         if self.status != Status::Pending {
             return None;
         }
+        let verified = self.verification.as_ref().is_some_and(|v| v.outcome.is_some());
         match (&self.target, &self.draft, &self.plan) {
             (None, _, _) => Some(Stage::Resolve),
             (Some(_), None, _) => Some(Stage::Draft),
+            (Some(_), Some(_), None) if !verified => Some(Stage::Verify),
             (Some(_), Some(_), None) => Some(Stage::Compose),
             (Some(_), Some(_), Some(plan)) if self.posted.len() < plan.parts.len() => Some(Stage::Post),
             (Some(_), Some(_), Some(_)) => None,

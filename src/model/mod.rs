@@ -12,6 +12,7 @@ mod retrieval;
 mod trigger;
 mod usage;
 mod verdict;
+mod verification;
 
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
@@ -21,3 +22,4 @@ pub use retrieval::{Candidate, DropReason, Dropped, Evidence, KeptPage, Retrieva
 pub use trigger::{Account, Cause, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;
+pub use verification::{Debate, DebateEnd, Support, Turn, Verification, Verified};

@@ -3,9 +3,11 @@
 //! for comparison. Both produce the same `Draft`; Muse's carries its evidence URLs.
 
 pub mod baseline;
+pub mod debate;
 pub mod muse;
 pub mod parse;
 pub mod verdict;
+pub mod verify;
 
 use std::sync::Arc;
 
@@ -55,6 +57,7 @@ pub struct Pipeline {
     pub prompts: Arc<Prompts>,
     /// Present when `mode` is `Muse`.
     pub muse: Option<Arc<muse::Muse>>,
+    pub verify: crate::config::VerifyConfig,
 }
 
 impl Pipeline {
@@ -110,5 +113,6 @@ pub fn build(
         llm,
         prompts,
         muse,
+        verify: config.verify.clone(),
     })
 }

@@ -19,7 +19,7 @@ use crate::compose;
 use crate::config::{LimitsConfig, PrivacyConfig, ReplyConfig};
 use crate::metrics::SharedMetrics;
 use crate::model::{
-    Job, Outcome, Plan, ReplyRecord, Retrieval, SkipReason, Stage, StageRecord, Status, Usage, Visibility,
+    Job, Outcome, Plan, ReplyRecord, Retrieval, SkipReason, Stage, StageRecord, Status, Usage, Verification, Visibility,
 };
 use crate::pipeline::Pipeline;
 use crate::platform::{Platform, PlatformError, Platforms};
@@ -191,6 +191,7 @@ impl Run<'_> {
         match stage {
             Stage::Resolve => self.resolve(job).await,
             Stage::Draft => self.draft(job).await,
+            Stage::Verify => self.verify(job).await,
             Stage::Compose => self.compose(job),
             Stage::Post => self.post(job).await,
         }
@@ -220,14 +221,59 @@ impl Run<'_> {
                 job.draft = Some(draft);
                 Ok(StageOutcome::Next(usage))
             }
-            Err(e) => {
-                self.worker.metrics.error(e.kind());
-                if e.is_transient() {
-                    Err(StageError::Transient(e.to_string()))
-                } else {
-                    Err(StageError::Fatal(e.to_string()))
-                }
+            Err(e) => Err(self.pipeline_error(e)),
+        }
+    }
+
+    /// A debate checks the draft against its evidence; it may be revised or withdrawn.
+    async fn verify(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        let target = job.target.clone().expect("verify runs after resolve");
+        let draft = job.draft.clone().expect("verify runs after draft");
+        let evidence = job
+            .retrieval
+            .as_ref()
+            .and_then(|r| r.evidence.clone())
+            .unwrap_or_default();
+        let mut verification = job.verification.clone().unwrap_or_default();
+        // Each debate turn is saved with the job, so a restart resumes at the turn it lost.
+        let (store, mut snapshot) = (self.worker.store.clone(), job.clone());
+        let mut checkpoint = move |v: &Verification| {
+            snapshot.verification = Some(v.clone());
+            if let Err(e) = store.save(&snapshot) {
+                tracing::warn!(error = %e, "checkpoint failed; the turn may be repeated after a crash");
             }
+        };
+        let result = crate::pipeline::verify::run(
+            &self.worker.pipeline,
+            &target,
+            &draft,
+            &evidence,
+            &mut verification,
+            &mut checkpoint,
+        )
+        .await;
+        let outcome = verification.outcome;
+        job.verification = Some(verification);
+        match result {
+            Ok((replacement, usage)) => {
+                if let Some(o) = outcome.filter(|o| *o != crate::model::Verified::NotNeeded) {
+                    self.worker.metrics.verification(o.as_str());
+                }
+                if let Some(d) = replacement {
+                    job.draft = Some(d);
+                }
+                Ok(StageOutcome::Next(usage))
+            }
+            Err(e) => Err(self.pipeline_error(e)),
+        }
+    }
+
+    fn pipeline_error(&self, e: crate::pipeline::PipelineError) -> StageError {
+        self.worker.metrics.error(e.kind());
+        if e.is_transient() {
+            StageError::Transient(e.to_string())
+        } else {
+            StageError::Fatal(e.to_string())
         }
     }
 

@@ -3,9 +3,6 @@
 //! temporary directory. Resume after every stage, transient vs fatal errors, part-by-part
 //! posting with stable keys, the re-split of a refused part, jobs of unconfigured platforms.
 
-#[path = "../../tests/common/llm.rs"]
-mod llm;
-
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -15,7 +12,7 @@ use crate::config::{Config, PipelineMode};
 use crate::metrics::Metrics;
 use crate::model::{Account, Cause, Post, Trigger, Visibility};
 use crate::platform::double::{Call, Double};
-use llm::{Script, ScriptedLlm};
+use crate::test_llm::{Script, ScriptedLlm};
 
 /// A verdict long enough to need three parts under 120 characters.
 const VERDICT: &str = "This post is false. The Moon is made of rock, as the Apollo samples showed in 1969 and every mission since then has confirmed again, and no cheese has ever been found on it by anyone.";
@@ -119,7 +116,10 @@ async fn a_job_runs_every_stage_and_posts_a_chained_thread() {
     let job = b.run(&id).await;
     assert_eq!(job.status, Status::Done);
     let stages: Vec<Stage> = job.trace.iter().map(|r| r.stage).collect();
-    assert_eq!(stages, [Stage::Resolve, Stage::Draft, Stage::Compose, Stage::Post]);
+    assert_eq!(
+        stages,
+        [Stage::Resolve, Stage::Draft, Stage::Verify, Stage::Compose, Stage::Post]
+    );
     let posted = b.double.posted.lock().unwrap().clone();
     assert!(posted.len() >= 2, "a long verdict is a thread: {posted:?}");
     assert_eq!(posted[0].1, "100", "the first part answers the post asked about");
