@@ -65,12 +65,7 @@ async fn mention_under_a_status_gets_a_threaded_reply() {
     );
     assert!(!user.contains("is this true"), "{user}");
 
-    let metrics = reqwest::get(format!("http://127.0.0.1:{}/metrics", daemon.health_port))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = daemon.http_get("/metrics").await;
     assert!(
         metrics.contains("musebot_mentions_received_total{platform=\"mastodon\"} 1"),
         "{metrics}"
@@ -84,12 +79,7 @@ async fn mention_under_a_status_gets_a_threaded_reply() {
         metrics.contains("musebot_stage_seconds_count{stage=\"draft\"} 1"),
         "{metrics}"
     );
-    let health = reqwest::get(format!("http://127.0.0.1:{}/healthz", daemon.health_port))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let health = daemon.http_get("/healthz").await;
     assert!(health.contains("\"mastodon\":\"connected\""), "{health}");
     assert!(!daemon.log_text().contains(BOT_TOKEN), "the token leaked into the log");
 }

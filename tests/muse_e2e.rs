@@ -543,24 +543,17 @@ async fn an_outage_is_retried_not_answered_as_could_not_verify() {
     let target = mock.post(ALICE_TOKEN, &web.post_text, None).await;
     mock.post(BOB_TOKEN, "@musebot is this right?", target["id"].as_str())
         .await;
-    let get = |path: &'static str| async move {
-        reqwest::get(format!("http://127.0.0.1:{port}{path}"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    };
     // Search down: failures are counted by backend and kind, the job waits.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !get("/metrics")
+    while !daemon
+        .http_get("/metrics")
         .await
         .contains("search_failures_total{backend=\"searxng\",kind=\"server\"}")
     {
         assert!(std::time::Instant::now() < deadline, "{}", daemon.log_text());
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let health: Value = serde_json::from_str(&get("/healthz").await).unwrap();
+    let health: Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
     assert_eq!(health["search"]["searxng"]["last_failure"], "server", "{health}");
     assert!(mock.bot_statuses().await.is_empty(), "an outage posts nothing");
     // Search back, the web down: every fetch fails, still no verdict.
@@ -580,7 +573,7 @@ async fn an_outage_is_retried_not_answered_as_could_not_verify() {
     let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
     assert!(reply.starts_with("@bob This post is misleading."), "{reply}");
     assert!(!urls_in(&reply).is_empty(), "{reply}");
-    let health: Value = serde_json::from_str(&get("/healthz").await).unwrap();
+    let health: Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
     assert_eq!(health["search"]["searxng"]["failures_in_a_row"], 0, "{health}");
     let _ = daemon.terminate(Duration::from_secs(10));
 }
@@ -633,13 +626,7 @@ async fn a_draft_with_an_unsupported_fact_is_caught_and_revised() {
     assert!(!reply.contains("3 km"), "the unsupported sentence was posted: {reply}");
     assert!(!urls_in(&reply).is_empty(), "{reply}");
     assert!(log.contains("revising the draft"), "{log}");
-    let port = daemon.health_port;
-    let metrics = reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = daemon.http_get("/metrics").await;
     assert!(
         metrics.contains("verifications_total{outcome=\"revised\"} 1"),
         "{metrics}"

@@ -108,6 +108,16 @@ impl Daemon {
         }
     }
 
+    /// The body of `GET path` on the daemon's health/metrics listener.
+    pub async fn http_get(&self, path: &str) -> String {
+        reqwest::get(format!("http://127.0.0.1:{}{path}", self.health_port))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
