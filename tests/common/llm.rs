@@ -24,6 +24,8 @@ pub struct Script {
     pub fail_first: usize,
     pub fail_status: u16,
     pub delay: Duration,
+    /// Added per word of the answer (a realistic generation speed for benchmarks).
+    pub per_word: Duration,
 }
 
 impl Script {
@@ -34,6 +36,7 @@ impl Script {
             fail_first: 0,
             fail_status: 500,
             delay: Duration::ZERO,
+            per_word: Duration::ZERO,
         }
     }
 
@@ -50,6 +53,8 @@ pub struct ScriptedLlm {
     pub base_url: String,
     pub calls: Arc<AtomicUsize>,
     pub requests: Arc<Mutex<Vec<Value>>>,
+    /// (start, end) of every answered request, for how many calls ran one after another.
+    pub spans: Arc<Mutex<Vec<(std::time::Instant, std::time::Instant)>>>,
     _task: tokio::task::JoinHandle<()>,
 }
 
@@ -58,12 +63,14 @@ impl ScriptedLlm {
         use axum::routing::post;
         let calls = Arc::new(AtomicUsize::new(0));
         let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
-        let (c, r) = (calls.clone(), requests.clone());
+        let spans: Arc<Mutex<Vec<(std::time::Instant, std::time::Instant)>>> = Arc::default();
+        let (c, r, sp) = (calls.clone(), requests.clone(), spans.clone());
         let app = axum::Router::new().route(
             "/v1/chat/completions",
             post(move |axum::Json(body): axum::Json<Value>| {
-                let (c, r, script) = (c.clone(), r.clone(), script.clone());
+                let (c, r, script, spans) = (c.clone(), r.clone(), script.clone(), sp.clone());
                 async move {
+                    let started = std::time::Instant::now();
                     let n = c.fetch_add(1, Ordering::SeqCst);
                     r.lock().unwrap().push(body.clone());
                     tokio::time::sleep(script.delay).await;
@@ -76,6 +83,9 @@ impl ScriptedLlm {
                         Some(route) => route(&body),
                         None => script.reply.replace("{post}", &user),
                     };
+                    let words = content.split_whitespace().count() as u32;
+                    tokio::time::sleep(script.per_word * words).await;
+                    spans.lock().unwrap().push((started, std::time::Instant::now()));
                     (
                         axum::http::StatusCode::OK,
                         [("retry-after", "0")],
@@ -97,7 +107,26 @@ impl ScriptedLlm {
             base_url: format!("http://{addr}/v1"),
             calls,
             requests,
+            spans,
             _task: task,
         }
+    }
+
+    /// How many of the calls so far ran one after another (the longest chain of calls each
+    /// starting after the previous one ended), then forgets them.
+    pub fn sequential_calls(&self) -> usize {
+        let mut spans = std::mem::take(&mut *self.spans.lock().unwrap());
+        spans.sort_by_key(|s| s.0);
+        let (mut chain, mut end) = (0, None);
+        for (start, stop) in spans {
+            match end {
+                Some(e) if start < e => end = Some(e.min(stop)),
+                _ => {
+                    chain += 1;
+                    end = Some(stop);
+                }
+            }
+        }
+        chain
     }
 }

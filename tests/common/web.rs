@@ -31,6 +31,11 @@ pub struct Site {
 
 impl Site {
     pub async fn start(pages: BTreeMap<String, String>) -> Site {
+        Self::start_slow(pages, std::time::Duration::ZERO).await
+    }
+
+    /// A site whose every answer takes `delay` (a realistic page load for benchmarks).
+    pub async fn start_slow(pages: BTreeMap<String, String>, delay: std::time::Duration) -> Site {
         let pages = Arc::new(pages);
         let down = Arc::new(AtomicBool::new(false));
         let flag = down.clone();
@@ -39,6 +44,7 @@ impl Site {
             get(move |AxPath(path): AxPath<String>| {
                 let (pages, flag) = (pages.clone(), flag.clone());
                 async move {
+                    tokio::time::sleep(delay).await;
                     if flag.load(Ordering::SeqCst) {
                         return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
                     }
