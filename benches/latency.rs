@@ -7,7 +7,6 @@
 //! draft verification off and on (the shipped default). Every latency and changed setting is
 //! printed beside the figures.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -20,7 +19,6 @@ use musebot::platform::{Platform, Platforms};
 use musebot::search::{BackendConfig, BackendKind};
 use musebot::store::Store;
 use musebot::worker::Worker;
-use serde_json::{json, Value};
 
 mod common;
 #[path = "../tests/common/llm.rs"]
@@ -49,46 +47,11 @@ async fn main() {
         eprintln!("skipped: {} is absent", data.display());
         return;
     }
-    let cache =
-        std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| format!("{}/.cache/musebot", std::env::var("HOME").unwrap()));
-    let sandbox: BTreeMap<String, String> = std::fs::read_to_string(format!("{cache}/sandbox.env"))
-        .expect("run scripts/setup-sandbox.sh first")
-        .lines()
-        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-        .collect();
-    let mut posts: Vec<String> = Vec::new();
-    for rec in csv::Reader::from_path(data.join("muse/posts.csv")).unwrap().records() {
-        let text = rec.unwrap()[1].to_string();
-        if !posts.contains(&text) {
-            posts.push(text);
-        }
-    }
-    posts.truncate(n_posts);
-
-    let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("extraction/ground-truth.json")).unwrap()).unwrap();
-    let (mut site, mut urls, mut hosts) = (BTreeMap::new(), Vec::new(), Vec::new());
-    for (key, v) in truth.as_object().unwrap() {
-        let u = url::Url::parse(v["url"].as_str().unwrap()).unwrap();
-        site.insert(
-            format!("/{key}"),
-            std::fs::read_to_string(data.join(format!("extraction/html/{key}.html"))).unwrap(),
-        );
-        let host = u.host_str().unwrap().to_string();
-        urls.push(format!("http://{host}/{key}"));
-        if !hosts.contains(&host) {
-            hosts.push(host);
-        }
-    }
+    let sandbox = common::sandbox();
+    let posts = common::posts(&data, n_posts);
+    let (site, urls, hosts) = common::pages(&data);
     let web = web::Site::start_slow(site, PAGE_DELAY).await;
-    let search_urls = urls.clone();
-    let search = web::SearchServer::start(move |q| {
-        let h = q.bytes().fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64)) as usize;
-        (0..10)
-            .map(|i| json!({"url": search_urls[(h + i * 7) % search_urls.len()], "title": "t", "content": "c"}))
-            .collect()
-    })
-    .await;
+    let search = web::SearchServer::start(move |q| common::results_for(&urls, q)).await;
     let mut script = llm::Script::routed(answer);
     script.delay = LLM_FIXED;
     script.per_word = LLM_PER_WORD;

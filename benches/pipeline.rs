@@ -22,7 +22,7 @@ use musebot::pipeline::muse::Muse;
 use musebot::prompts::Prompts;
 use musebot::relevance::{Embedder, RelevanceConfig};
 use musebot::search::{BackendConfig, BackendKind, SearchConfig, Searcher};
-use serde_json::{json, Value};
+use serde_json::json;
 
 mod common;
 #[path = "../tests/common/llm.rs"]
@@ -50,53 +50,16 @@ async fn main() {
         eprintln!("skipped: {} is absent", data.display());
         return;
     }
-    let cache =
-        std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| format!("{}/.cache/musebot", std::env::var("HOME").unwrap()));
-    let sandbox: BTreeMap<String, String> = std::fs::read_to_string(format!("{cache}/sandbox.env"))
-        .expect("run scripts/setup-sandbox.sh first")
-        .lines()
-        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-        .collect();
-
-    // Posts: the unique texts of the Muse paper's 120 posts.
-    let mut posts: Vec<String> = Vec::new();
-    for rec in csv::Reader::from_path(data.join("muse/posts.csv")).unwrap().records() {
-        let text = rec.unwrap()[1].to_string();
-        if !posts.contains(&text) {
-            posts.push(text);
-        }
-    }
-    posts.truncate(n_posts);
-
+    let sandbox = common::sandbox();
+    let posts = common::posts(&data, n_posts);
     // Pages: the 91 real news pages, served under their real host names.
-    let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("extraction/ground-truth.json")).unwrap()).unwrap();
-    let mut site: BTreeMap<String, String> = BTreeMap::new();
-    let mut urls: Vec<String> = Vec::new();
-    let mut hosts: Vec<String> = Vec::new();
-    for (key, v) in truth.as_object().unwrap() {
-        let u = url::Url::parse(v["url"].as_str().unwrap()).unwrap();
-        let html = std::fs::read_to_string(data.join(format!("extraction/html/{key}.html"))).unwrap();
-        let path = format!("/{key}");
-        site.insert(path.clone(), html);
-        let host = u.host_str().unwrap().to_string();
-        urls.push(format!("http://{host}{path}"));
-        if !hosts.contains(&host) {
-            hosts.push(host);
-        }
-    }
+    let (site, urls, hosts) = common::pages(&data);
     let web = web::Site::start(site).await;
     let web_addr = web.addr;
 
     // Search: ten pages per query, chosen by a hash of the query.
     let search_urls = urls.clone();
-    let search = web::SearchServer::start(move |q| {
-        let h = q.bytes().fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64)) as usize;
-        (0..10)
-            .map(|i| json!({"url": search_urls[(h + i * 7) % search_urls.len()], "title": "t", "content": "c"}))
-            .collect()
-    })
-    .await;
+    let search = web::SearchServer::start(move |q| common::results_for(&search_urls, q)).await;
 
     // The scripted LLM (the tests' own peer), recording every prompt.
     let llm = llm::ScriptedLlm::start(llm::Script::routed(answer)).await;

@@ -1,7 +1,64 @@
 //! What the benchmarks share: the scripted LLM's answers for every step (zero judgement,
 //! realistic shapes) and percentiles.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use serde_json::{json, Value};
+
+/// What `scripts/setup-sandbox.sh` wrote (model and library paths).
+pub fn sandbox() -> BTreeMap<String, String> {
+    let cache =
+        std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| format!("{}/.cache/musebot", std::env::var("HOME").unwrap()));
+    std::fs::read_to_string(format!("{cache}/sandbox.env"))
+        .expect("run scripts/setup-sandbox.sh first")
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+/// The first `n` unique texts of the Muse paper's 120 posts.
+pub fn posts(data: &Path, n: usize) -> Vec<String> {
+    let mut posts: Vec<String> = Vec::new();
+    for rec in csv::Reader::from_path(data.join("muse/posts.csv")).unwrap().records() {
+        let text = rec.unwrap()[1].to_string();
+        if !posts.contains(&text) {
+            posts.push(text);
+        }
+    }
+    posts.truncate(n);
+    posts
+}
+
+/// The 91 real news pages: (path → HTML, their URLs under their real hosts, the hosts).
+pub fn pages(data: &Path) -> (BTreeMap<String, String>, Vec<String>, Vec<String>) {
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("extraction/ground-truth.json")).unwrap()).unwrap();
+    let (mut site, mut urls, mut hosts) = (BTreeMap::new(), Vec::new(), Vec::new());
+    for (key, v) in truth.as_object().unwrap() {
+        let u = url::Url::parse(v["url"].as_str().unwrap()).unwrap();
+        site.insert(
+            format!("/{key}"),
+            std::fs::read_to_string(data.join(format!("extraction/html/{key}.html"))).unwrap(),
+        );
+        let host = u.host_str().unwrap().to_string();
+        urls.push(format!("http://{host}/{key}"));
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    (site, urls, hosts)
+}
+
+/// Search results: ten of `urls` per query, picked by a hash of the query.
+pub fn results_for(urls: &[String], query: &str) -> Vec<Value> {
+    let h = query
+        .bytes()
+        .fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64)) as usize;
+    (0..10)
+        .map(|i| json!({"url": urls[(h + i * 7) % urls.len()], "title": "t", "content": "c"}))
+        .collect()
+}
 
 fn block<'a>(text: &'a str, tag: &str) -> &'a str {
     let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
