@@ -62,7 +62,9 @@ pub fn read(text: &str) -> Option<(Verdict, String)> {
 /// "This post is <phrase>" (or "The post is", "The claim is") at the start, and what follows
 /// the phrase's clause.
 fn leading_verdict(text: &str) -> Option<(Verdict, &str)> {
-    let lower = text.to_lowercase();
+    // ASCII lowercasing keeps every byte offset valid in `text` (full Unicode lowercasing can
+    // change lengths: "İ" becomes three bytes).
+    let lower = text.to_ascii_lowercase();
     let after = ["this post is ", "the post is ", "this claim is ", "the claim is "]
         .iter()
         .find_map(|p| lower.strip_prefix(p).map(|rest| text.len() - rest.len()))?;
@@ -156,6 +158,14 @@ mod tests {
         );
         assert!(read("The Great Wall is visible from the Moon.").is_none());
         assert!(read("This post is interesting.").is_none());
+        // Non-ASCII text around the verdict: no offset may land inside a character.
+        let (v, e) = read("This post is false: İstanbul's İİİ bridge never moved.").unwrap();
+        assert_eq!(
+            (v, e.as_str()),
+            (Verdict::Inaccurate, "İstanbul's İİİ bridge never moved.")
+        );
+        assert!(read("İİİİ This post is false.").is_none());
+        assert_eq!(strip_own_verdict("THİS POST İS true — ok"), "THİS POST İS true — ok");
     }
 
     /// The explanation cannot state a verdict of its own, whatever a post or a page told the
