@@ -32,18 +32,21 @@ pub enum ExtractError {
     NoThread(String),
 }
 
-/// Elements with no content (never closed).
+/// Elements with no content (never pushed).
 const VOID: &[&str] = &[
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr",
-    "keygen", "command", "basefont", "frame", "isindex", "spacer", "image",
+    "keygen", "basefont", "bgsound", "frame", "image",
 ];
-/// Elements whose end tag may be left out (closed implicitly by the next one): not counted.
-const OPTIONAL_END: &[&str] = &[
-    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot", "colgroup", "rt", "rp",
-    "rb", "rtc", "html", "head", "body",
+/// Elements html5ever closes implicitly when a sibling opens (they never nest in it): not
+/// counted. (`rb`, `rt`, `rp`, `rtc`, `optgroup` are: without an enclosing ruby or select
+/// they are simply inserted, and nest.)
+const IMPLIED_END: &[&str] = &[
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "thead", "tbody", "tfoot", "colgroup", "html", "head", "body",
 ];
 /// Elements whose content html5ever reads as text in HTML (not in SVG/MathML).
-const RAW_TEXT: &[&str] = &["script", "style"];
+const RAW_TEXT: &[&str] = &[
+    "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
+];
 /// HTML elements that end foreign (SVG/MathML) content: inside `<svg>`, `<div/>` is an HTML
 /// `<div>` whose `/` is ignored, so it opens an element.
 const BREAKOUT: &[&str] = &[
@@ -93,74 +96,223 @@ const BREAKOUT: &[&str] = &[
     "var",
     "font",
 ];
+/// Foreign elements whose children are HTML again.
+const INTEGRATION: &[&str] = &[
+    "foreignobject",
+    "desc",
+    "title",
+    "annotation-xml",
+    "mi",
+    "mo",
+    "mn",
+    "ms",
+    "mtext",
+];
+/// Elements an end tag does not search past: it is ignored instead (html5ever's scope
+/// boundaries and "special" elements). Popping less than html5ever would only count more.
+const BOUNDARY: &[&str] = &[
+    "applet",
+    "caption",
+    "html",
+    "table",
+    "td",
+    "th",
+    "marquee",
+    "object",
+    "template",
+    "svg",
+    "math",
+    "div",
+    "ul",
+    "ol",
+    "dl",
+    "section",
+    "article",
+    "aside",
+    "nav",
+    "header",
+    "footer",
+    "main",
+    "form",
+    "fieldset",
+    "figure",
+    "blockquote",
+    "button",
+    "select",
+    "details",
+    "center",
+    "address",
+    "menu",
+    "pre",
+    "listing",
+    "body",
+    "li",
+    "p",
+];
 
-/// How deep elements nest, by a linear scan of the tags; stops counting once past `limit`.
-/// Errs on the side of counting more than html5ever builds (a false drop, never a missed
-/// one): comments end where html5ever ends them (`-->`, `--!>`), script and style text is
-/// skipped only in HTML context, and `/>` closes an element only in SVG/MathML (in HTML,
-/// html5ever ignores it on non-void elements).
+/// One open element: its name, and whether it is SVG/MathML.
+struct Open {
+    name: String,
+    foreign: bool,
+}
+
+/// How deep elements nest, by one linear pass over the tags, modelled on html5ever's
+/// tokenizer (tag names end at whitespace, `/` or `>`; quoted attribute values may hold `>`;
+/// `<!…>` and `<?…>` are comments that end at `>`, `<!--` at `-->` or `--!>`) and its stack
+/// of open elements (an end tag closes only an element it can reach; void and implied-end
+/// elements do not nest; `/>` closes only SVG/MathML elements). Wherever the model is unsure
+/// it keeps elements open: it may count more than html5ever builds (a false drop, never a
+/// missed one). Stops counting once past `limit`.
 pub fn nesting_depth(html: &str, limit: usize) -> usize {
-    let bytes = html.as_bytes();
-    let lower = |i: usize| bytes.get(i).map(u8::to_ascii_lowercase);
-    let (mut i, mut depth, mut max, mut foreign) = (0usize, 0usize, 0usize, 0usize);
-    while let Some(lt) = memchr(b'<', bytes, i) {
+    let b = html.as_bytes();
+    let mut stack: Vec<Open> = Vec::new();
+    let (mut i, mut max) = (0usize, 0usize);
+    while let Some(lt) = memchr(b'<', b, i) {
         i = lt + 1;
-        if bytes[i..].starts_with(b"!--") {
-            let body = i + 3;
-            i = if bytes[body..].starts_with(b">") || bytes[body..].starts_with(b"->") {
-                body + 1
-            } else {
-                let a = find(bytes, b"-->", body).map_or(bytes.len(), |e| e + 3);
-                let b = find(bytes, b"--!>", body).map_or(bytes.len(), |e| e + 4);
-                a.min(b)
-            };
-            continue;
+        match b.get(i) {
+            Some(b'!') if b[i..].starts_with(b"!--") => {
+                i = comment_end(b, i + 3);
+                continue;
+            }
+            Some(b'!') | Some(b'?') => {
+                i = memchr(b'>', b, i).map_or(b.len(), |g| g + 1);
+                continue;
+            }
+            _ => {}
         }
-        let closing = lower(i) == Some(b'/');
+        let closing = b.get(i) == Some(&b'/');
         let start = if closing { i + 1 } else { i };
+        if !b.get(start).is_some_and(u8::is_ascii_alphabetic) {
+            continue; // "<" followed by anything else is text
+        }
         let mut end = start;
-        while lower(end).is_some_and(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b':') {
+        while b
+            .get(end)
+            .is_some_and(|c| !c.is_ascii_whitespace() && *c != b'/' && *c != b'>')
+        {
             end += 1;
         }
-        if end == start || !lower(start).is_some_and(|c| c.is_ascii_alphabetic()) {
-            continue;
-        }
-        let name = html[start..end].to_ascii_lowercase();
-        let gt = memchr(b'>', bytes, end).unwrap_or(bytes.len());
-        let self_closing = gt > 0 && bytes.get(gt - 1) == Some(&b'/');
-        i = gt.saturating_add(1).min(bytes.len());
-        let name = name.as_str();
-        if name == "svg" || name == "math" {
-            if closing {
-                foreign = foreign.saturating_sub(1);
-            } else if !self_closing {
-                foreign += 1;
-            }
-        }
-        if !closing && foreign == 0 && RAW_TEXT.contains(&name) {
-            let close = format!("</{name}");
-            i = find_ci(html, &close, i).unwrap_or(bytes.len());
-            continue;
-        }
-        let closes_itself = self_closing && foreign > 0 && !BREAKOUT.contains(&name);
-        if VOID.contains(&name) || OPTIONAL_END.contains(&name) || closes_itself {
-            continue;
-        }
+        let name = String::from_utf8_lossy(&b[start..end]).to_ascii_lowercase();
+        let (gt, self_closing) = tag_end(b, end);
+        i = gt;
+        let foreign_ctx = stack
+            .last()
+            .is_some_and(|o| o.foreign && !INTEGRATION.contains(&o.name.as_str()));
         if closing {
-            depth = depth.saturating_sub(1);
-        } else {
-            depth += 1;
-            max = max.max(depth);
-            if max > limit {
-                return max;
+            close(&mut stack, &name);
+            continue;
+        }
+        let name_ref = name.as_str();
+        let mut foreign = foreign_ctx;
+        if foreign_ctx && BREAKOUT.contains(&name_ref) {
+            // html5ever leaves foreign content: pops to an HTML element or integration point.
+            while stack
+                .last()
+                .is_some_and(|o| o.foreign && !INTEGRATION.contains(&o.name.as_str()))
+            {
+                stack.pop();
             }
+            foreign = false;
+        }
+        if !foreign && (name_ref == "svg" || name_ref == "math") {
+            foreign = true;
+        }
+        if !foreign && RAW_TEXT.contains(&name_ref) {
+            let close_tag = format!("</{name}");
+            i = find_ci(html, &close_tag, i).unwrap_or(b.len());
+            continue;
+        }
+        let closes_itself = foreign && self_closing;
+        if (!foreign && (VOID.contains(&name_ref) || IMPLIED_END.contains(&name_ref))) || closes_itself {
+            continue;
+        }
+        stack.push(Open { name, foreign });
+        max = max.max(stack.len());
+        if max > limit {
+            return max;
         }
     }
     max
 }
 
+/// After `<!--` at `from`: where the comment ends (`-->`, `--!>`, or at once for `<!-->` and
+/// `<!--->`). Linear: each `--` is looked at once.
+fn comment_end(b: &[u8], from: usize) -> usize {
+    if b[from..].starts_with(b">") {
+        return from + 1;
+    }
+    if b[from..].starts_with(b"->") {
+        return from + 2;
+    }
+    let mut at = from;
+    while let Some(dash) = find(b, b"--", at) {
+        let rest = &b[dash + 2..];
+        if rest.starts_with(b">") {
+            return dash + 3;
+        }
+        if rest.starts_with(b"!>") {
+            return dash + 4;
+        }
+        at = dash + 1;
+    }
+    b.len()
+}
+
+/// From the end of a tag name: the position after the tag's `>` (quoted attribute values may
+/// hold `>`), and whether the tag ends with a self-closing `/` (not one inside an unquoted
+/// value).
+fn tag_end(b: &[u8], mut at: usize) -> (usize, bool) {
+    let mut slash = false;
+    while let Some(&c) = b.get(at) {
+        match c {
+            b'>' => return (at + 1, slash),
+            b'"' | b'\'' => {
+                at = memchr(c, b, at + 1).map_or(b.len(), |q| q + 1);
+                slash = false;
+            }
+            b'/' => {
+                slash = true;
+                at += 1;
+            }
+            c if c.is_ascii_whitespace() => at += 1,
+            b'=' => {
+                at += 1;
+                while b.get(at).is_some_and(u8::is_ascii_whitespace) {
+                    at += 1;
+                }
+                // An unquoted value runs to whitespace or `>`; a `/` in it is part of it.
+                if !matches!(b.get(at), Some(b'"') | Some(b'\'')) {
+                    while b.get(at).is_some_and(|c| !c.is_ascii_whitespace() && *c != b'>') {
+                        at += 1;
+                    }
+                }
+                slash = false;
+            }
+            _ => {
+                at += 1;
+                slash = false;
+            }
+        }
+    }
+    (b.len(), false)
+}
+
+/// An end tag closes the nearest open element of its name, unless a boundary stands between
+/// (then html5ever ignores it, and so does this).
+fn close(stack: &mut Vec<Open>, name: &str) {
+    for k in (0..stack.len()).rev() {
+        if stack[k].name == name {
+            stack.truncate(k);
+            return;
+        }
+        if BOUNDARY.contains(&stack[k].name.as_str()) {
+            return;
+        }
+    }
+}
+
 fn memchr(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
-    hay.get(from..)?.iter().position(|&b| b == needle).map(|p| p + from)
+    hay.get(from..)?.iter().position(|&c| c == needle).map(|p| p + from)
 }
 
 fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
@@ -182,16 +334,18 @@ fn find_ci(hay: &str, needle: &str, from: usize) -> Option<usize> {
 /// Extracts a page within the nesting bound, on its own big-stack thread, within `budget`.
 /// Blocking: call it from a blocking context (`spawn_blocking`, a CLI).
 pub fn extract_bounded(html: String, url: Option<String>, budget: Duration) -> Result<Page, ExtractError> {
-    if nesting_depth(&html, MAX_NESTING) > MAX_NESTING {
-        return Err(ExtractError::TooDeep);
-    }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("extract".into())
         .stack_size(EXTRACT_STACK)
         .spawn(move || {
+            // The scan runs here too, under the same time budget.
+            if nesting_depth(&html, MAX_NESTING) > MAX_NESTING {
+                let _ = tx.send(Ok(Err(ExtractError::TooDeep)));
+                return;
+            }
             let result = std::panic::catch_unwind(|| extract(&html, url.as_deref()));
-            let _ = tx.send(result.map_err(|p| {
+            let _ = tx.send(result.map(Ok).map_err(|p| {
                 p.downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| p.downcast_ref::<String>().cloned())
@@ -200,7 +354,8 @@ pub fn extract_bounded(html: String, url: Option<String>, budget: Duration) -> R
         })
         .map_err(|e| ExtractError::NoThread(e.to_string()))?;
     match rx.recv_timeout(budget) {
-        Ok(Ok(page)) => Ok(page),
+        Ok(Ok(Ok(page))) => Ok(page),
+        Ok(Ok(Err(e))) => Err(e),
         Ok(Err(panic)) => Err(ExtractError::Panicked(panic)),
         // The thread finishes on its own; its result is dropped.
         Err(_) => Err(ExtractError::TimedOut(budget)),
@@ -219,7 +374,7 @@ mod tests {
     #[test]
     fn nesting_counts_what_nests_and_skips_what_does_not() {
         assert_eq!(nesting_depth("<div><div><span>x</span></div></div>", 100), 3);
-        // Optional end tags, void elements, comments and script text do not nest.
+        // Implied-end and void elements, comments and script text do not nest.
         assert_eq!(nesting_depth(&"<p>a<li>b<br><img src=x><td>".repeat(1000), 100), 0);
         assert_eq!(nesting_depth("<!-- <div><div> --><script><div><div></script>", 100), 0);
         // What html5ever nests is counted: `/>` on an HTML element, a comment closed by `--!>`,
@@ -232,6 +387,49 @@ mod tests {
             1
         );
         assert_eq!(nesting_depth(&format!("<svg>{}", "<span/>".repeat(500)), 100), 101);
+    }
+
+    /// Inputs that made an earlier, simpler scan undercount (review of the first version):
+    /// each nests deeply in html5ever, so each must count past the limit.
+    #[test]
+    fn tokenizer_and_tree_builder_tricks_do_not_hide_nesting() {
+        let deep = "<div>".repeat(600);
+        for (what, html) in [
+            ("stray end tags", "<div></x>".repeat(600)),
+            ("ruby text without ruby", "<rt>".repeat(600)),
+            ("optgroups", "<optgroup>".repeat(600)),
+            ("a name that only starts with script", format!("<script_x>{deep}")),
+            ("a processing instruction", format!("<?x<script>{deep}")),
+            ("a doctype", format!("<!DOCTYPE x<script>{deep}")),
+            ("'>' in a quoted attribute", format!("<p title=\"><script>\">{deep}")),
+            (
+                "an SVG integration point",
+                format!("<svg><foreignObject>{}", "<x/>".repeat(600)),
+            ),
+            (
+                "an HTML element breaking out of SVG",
+                format!("<svg><div>{}", "<x/>".repeat(600)),
+            ),
+            (
+                "'/' inside an unquoted value",
+                format!("<svg>{}", "<g a=b/>".repeat(600)),
+            ),
+            (
+                "an end tag behind a boundary",
+                format!("<span>{}", "<table></span>".repeat(600)),
+            ),
+        ] {
+            assert!(nesting_depth(&html, 512) > 512, "{what}: {}", nesting_depth(&html, 512));
+        }
+    }
+
+    /// A page of comments is scanned in linear time (it used to be quadratic).
+    #[test]
+    fn many_comments_scan_quickly() {
+        let html = "<!---->".repeat(700_000);
+        let started = std::time::Instant::now();
+        assert_eq!(nesting_depth(&html, 512), 0);
+        assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
         assert_eq!(nesting_depth(&page(""), 100), 1);
         // Pathological: counting stops just past the limit.
         assert_eq!(nesting_depth(&"<div>".repeat(50_000), 256), 257);

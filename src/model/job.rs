@@ -169,6 +169,10 @@ pub struct Job {
     pub verification: Option<super::verification::Verification>,
     /// Ids of the parts confirmed posted, in order.
     pub posted: Vec<String>,
+    /// The public URL of the first part, once posted (kept for the "already answered" pointer
+    /// even when the thread finishes in a later run).
+    #[serde(default)]
+    pub first_url: Option<String>,
     pub trace: Vec<StageRecord>,
 }
 
@@ -191,6 +195,7 @@ impl Job {
             retrieval: None,
             verification: None,
             posted: Vec::new(),
+            first_url: None,
             trace: Vec::new(),
         }
     }

@@ -107,6 +107,15 @@ impl Run<'_> {
         if job.retry_at.is_some_and(|t| t > chrono::Utc::now()) {
             return Ok(());
         }
+        if job.status == Status::Pending && job.next_stage().is_none() {
+            // A crash after the last part was saved, before the job was: finish it.
+            tracing::info!("every part was posted before a stop; finishing the job");
+            self.record_reply(&job)?;
+            job.status = Status::Done;
+            job.updated_at = chrono::Utc::now();
+            self.worker.store.save(&job)?;
+            return Ok(());
+        }
         while let Some(stage) = job.next_stage() {
             let started = Instant::now();
             let result = self
@@ -280,18 +289,7 @@ impl Run<'_> {
     fn compose(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         let parts = self.thread(job, self.platform.limits());
         let target = job.target.as_ref().expect("compose runs after resolve");
-        // Never wider than the post asked about or the mention itself; about a post that is not
-        // public, only a direct message to the requester.
-        let not_public = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::NotPublic);
-        let visibility = if not_public || !target.visibility.is_public() {
-            Visibility::Direct
-        } else {
-            self.worker
-                .reply
-                .visibility
-                .max(target.visibility)
-                .max(job.trigger.visibility)
-        };
+        let visibility = self.visibility(job);
         job.plan = Some(Plan {
             reply_to: target.id.clone(),
             visibility,
@@ -301,8 +299,26 @@ impl Run<'_> {
         Ok(StageOutcome::Next(Usage::default()))
     }
 
+    /// Who may read the reply: never wider than the post asked about or the mention itself;
+    /// about a post that is not public, only a direct message to the requester.
+    fn visibility(&self, job: &Job) -> Visibility {
+        let target = job.target.as_ref().expect("compose runs after resolve");
+        let not_public = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::NotPublic);
+        if not_public || !target.visibility.is_public() {
+            Visibility::Direct
+        } else {
+            self.worker
+                .reply
+                .visibility
+                .max(target.visibility)
+                .max(job.trigger.visibility)
+        }
+    }
+
     /// The draft as thread parts under `limits`: rules enforced, the requester's handle first
-    /// (no handle when nobody asked: a hashtag hit, a moderator's flag).
+    /// (no handle when nobody asked: a hashtag hit, a moderator's flag). In a reply only the
+    /// mentioned can read (private, direct), every part carries the handle: a part without it
+    /// would be visible to nobody.
     fn thread(&self, job: &Job, limits: compose::TextLimits) -> Vec<String> {
         let target = job.target.as_ref().expect("compose runs after resolve");
         let draft = job.draft.as_ref().expect("compose runs after draft");
@@ -314,7 +330,17 @@ impl Run<'_> {
             }
             None => String::new(),
         };
-        compose::compose(draft, &lead, &allowed, limits, &self.worker.reply)
+        if self.visibility(job).is_public() || lead.is_empty() {
+            return compose::compose(draft, &lead, &allowed, limits, &self.worker.reply);
+        }
+        let inner = compose::TextLimits {
+            max_chars: limits.max_chars.saturating_sub(compose::weighted_len(&lead, limits)),
+            ..limits
+        };
+        compose::compose(draft, "", &allowed, inner, &self.worker.reply)
+            .into_iter()
+            .map(|part| format!("{lead}{part}"))
+            .collect()
     }
 
     /// The server refused part `i` as too long: split again counting text as written (once).
@@ -345,7 +371,6 @@ impl Run<'_> {
     }
 
     async fn post(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
-        let mut first_url = None;
         loop {
             let plan = job.plan.clone().expect("post runs after compose");
             let i = job.posted.len();
@@ -360,7 +385,7 @@ impl Run<'_> {
             match self.platform.post(part, &reply_to, plan.visibility, &key).await {
                 Ok((id, url)) => {
                     if i == 0 {
-                        first_url = url;
+                        job.first_url = url;
                     }
                     job.posted.push(id);
                     // Persist each part before the next: a crash re-sends at most this one,
@@ -376,18 +401,26 @@ impl Run<'_> {
                 }
             }
         }
-        let plan = job.plan.clone().expect("post runs after compose");
-        if job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply) {
+        self.record_reply(job)?;
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// Records a posted public reply for its target, so a later ask about the target gets a
+    /// pointer to it. Not for notices, and not for replies others cannot read. Idempotent.
+    fn record_reply(&self, job: &Job) -> Result<(), StoreError> {
+        let Some(plan) = &job.plan else { return Ok(()) };
+        let is_reply = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply);
+        if is_reply && plan.visibility.is_public() {
             let record = ReplyRecord {
                 job_id: job.id.clone(),
                 reply_ids: job.posted.clone(),
-                first_url,
+                first_url: job.first_url.clone(),
                 at: Some(chrono::Utc::now()),
             };
             self.worker
                 .store
                 .record_reply(&job.target_key(&plan.reply_to), &record)?;
         }
-        Ok(StageOutcome::Next(Usage::default()))
+        Ok(())
     }
 }

@@ -455,3 +455,47 @@ async fn a_long_rate_limit_parks_the_job_and_the_thread_resumes_at_its_next_part
     let expected: Vec<String> = (0..keys.len()).map(|i| format!("musebot-{id}-{i}")).collect();
     assert_eq!(keys, expected);
 }
+
+/// A crash after the last part was saved but before the job was: the next run finishes the
+/// job (records the reply, marks it done) instead of leaving it pending forever, and the
+/// pointer for a later ask keeps the first part's URL though part 0 was posted in another run.
+#[tokio::test]
+async fn a_crash_after_the_last_part_leaves_no_job_pending() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let id = b.add(mention("1"));
+    // Part 1 fails once: part 0 is posted in this run, the rest in the next.
+    b.double
+        .fail_at(Call::Post, 1, PlatformError::Transient("reset".into()));
+    b.run(&id).await;
+    let mut job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done);
+    // As if the process died right after the last part's save.
+    job.status = Status::Pending;
+    b.worker.store.save(&job).unwrap();
+    let again = b.run(&id).await;
+    assert_eq!(again.status, Status::Done);
+    assert!(b.worker.store.pending_jobs().unwrap().is_empty());
+    let record = b.worker.store.reply_for(&job.target_key("100")).unwrap().unwrap();
+    assert_eq!(record.first_url.as_deref(), Some("https://double.example/p0"));
+    assert_eq!(b.double.count(Call::Post), job.posted.len() + 1, "nothing re-posted");
+}
+
+/// A reply only the mentioned can read (a direct message about a private post): every part
+/// carries the requester's handle, within the length limit — a part without it would reach
+/// nobody.
+#[tokio::test]
+async fn every_part_of_a_direct_reply_mentions_the_requester() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    b.worker.privacy.check_non_public = true;
+    let id = b.ask_about("1", "402", "carol", "The Moon is cheese.", Visibility::Private);
+    let job = b.run(&id).await;
+    assert_eq!(job.plan.as_ref().unwrap().visibility, Visibility::Direct);
+    let texts = b.double.texts();
+    assert!(texts.len() >= 2, "{texts:?}");
+    for t in &texts {
+        assert!(t.starts_with("@bob "), "{t}");
+        assert!(t.chars().count() <= 120, "{t}");
+    }
+    // Not recorded as an answer others could be pointed to.
+    assert!(b.worker.store.reply_for(&job.target_key("402")).unwrap().is_none());
+}
