@@ -198,9 +198,14 @@ impl MastodonClient {
         .await
     }
 
-    /// Mention notifications newer than `min_id` (the page right after it), or the newest one
-    /// when `min_id` is `None` and `limit` is 1.
-    pub async fn mentions(&self, min_id: Option<&str>, limit: u32) -> Result<Vec<Notification>, MastodonError> {
+    /// Mention notifications newer than `min_id` (the page right after it), and the largest id of the whole page (other
+    /// notification types included, from servers that ignore `types[]`), so a catch-up can move
+    /// past a page with no mention in it.
+    pub async fn mentions_page(
+        &self,
+        min_id: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<Notification>, Option<String>), MastodonError> {
         let mut query = vec![("types[]", "mention".to_string()), ("limit", limit.to_string())];
         if let Some(min) = min_id {
             query.push(("min_id", min.to_string()));
@@ -215,8 +220,17 @@ impl MastodonClient {
                 None,
             )
             .await?;
-        // Servers without `types[]` support still send other types: filter here too.
-        Ok(list.into_iter().filter(|n| n.kind == "mention").collect())
+        let largest = list
+            .iter()
+            .map(|n| n.id.clone())
+            .reduce(|a, b| if crate::model::id_less(&a, &b) { b } else { a });
+        Ok((list.into_iter().filter(|n| n.kind == "mention").collect(), largest))
+    }
+
+    /// Mention notifications newer than `min_id`, or the newest one when `min_id` is `None`
+    /// and `limit` is 1.
+    pub async fn mentions(&self, min_id: Option<&str>, limit: u32) -> Result<Vec<Notification>, MastodonError> {
+        Ok(self.mentions_page(min_id, limit).await?.0)
     }
 
     /// Posts one status; a repeat with the same key returns the original (no duplicate).

@@ -184,10 +184,11 @@ impl MastodonSource {
         };
         let mut seen = 0usize;
         loop {
-            let mut page = self.client.mentions(Some(&cursor), PAGE).await?;
-            if page.is_empty() {
+            let (mut page, largest) = self.client.mentions_page(Some(&cursor), PAGE).await?;
+            // No progress (an empty page, or a server that ignores `min_id`): done.
+            let Some(largest) = largest.filter(|l| id_less(&cursor, l)) else {
                 break;
-            }
+            };
             page.sort_by(|a, b| {
                 if id_less(&a.id, &b.id) {
                     std::cmp::Ordering::Less
@@ -202,6 +203,20 @@ impl MastodonSource {
                 cursor = n.id.clone();
                 seen += 1;
                 self.accept(intake, n, Origin::CatchUp).await?;
+            }
+            // Past the whole page, other notification types included: a page with no mention
+            // in it must not stop the next catch-up here.
+            if id_less(&cursor, &largest) {
+                intake
+                    .accept(Event {
+                        trigger: None,
+                        cursor: Some(CursorMove {
+                            name: CURSOR.into(),
+                            value: largest.clone(),
+                        }),
+                    })
+                    .await?;
+                cursor = largest;
             }
         }
         tracing::info!(seen, "catch-up done");
@@ -409,5 +424,50 @@ mod tests {
         let mut n = notification("<p>@musebot ?</p>", Some("400"), "");
         n.id = id.into();
         n
+    }
+
+    /// A server that ignores `types[]` sends a page of other notifications: the catch-up moves
+    /// the cursor past it (or every later catch-up would stop there), and ends when a page
+    /// brings nothing newer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_page_without_mentions_moves_the_cursor() {
+        use axum::extract::Query;
+        let app = axum::Router::new().route(
+            "/api/v1/notifications",
+            axum::routing::get(
+                |Query(q): Query<std::collections::BTreeMap<String, String>>| async move {
+                    let account = serde_json::json!({"id": "3", "username": "carol", "acct": "carol"});
+                    let page = match q.get("min_id").map(String::as_str) {
+                        Some("10") => serde_json::json!([
+                            {"id": "12", "type": "follow", "created_at": "2026-11-30T10:00:00Z", "account": account},
+                            {"id": "11", "type": "favourite", "created_at": "2026-11-30T10:00:00Z", "account": account}
+                        ]),
+                        _ => serde_json::json!([]),
+                    };
+                    axum::Json(page)
+                },
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let config = crate::config::MastodonConfig {
+            base_url: format!("http://{addr}"),
+            ..Default::default()
+        };
+        let source = MastodonSource {
+            client: MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap(),
+            streaming_base: String::new(),
+            bot: bot(),
+            reconnect_max: Duration::from_secs(1),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path()).unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::channel(4);
+        let intake = Intake::new(store.clone(), crate::metrics::Metrics::new(), tx, Vec::new());
+        intake.start_cursor(CURSOR, "10").unwrap();
+        source.catch_up(&intake, Some("10".into())).await.unwrap();
+        assert_eq!(intake.cursor(CURSOR).unwrap().as_deref(), Some("12"));
+        assert!(store.all_jobs().unwrap().is_empty());
     }
 }
