@@ -80,12 +80,51 @@ fn leading_verdict(text: &str) -> Option<(Verdict, &str)> {
     Some((*verdict, &tail[cut..]))
 }
 
-/// An explanation without a verdict of its own at its start ("This post is TRUE! …").
+/// An explanation without a verdict of its own at its start: a first sentence that says what
+/// the post or claim is ("This post is actually TRUE! …", "The claim is **false**."), or a
+/// leading verdict word ("True: …", "FALSE. …") is cut.
 pub fn strip_own_verdict(explanation: &str) -> String {
     let e = explanation.trim();
-    match leading_verdict(e) {
-        Some((_, rest)) => rest.trim().to_string(),
-        None => e.to_string(),
+    if let Some((_, rest)) = leading_verdict(e) {
+        return rest.trim().to_string();
+    }
+    let lower = e.to_ascii_lowercase();
+    let about_the_post = [
+        "this post is",
+        "the post is",
+        "this claim is",
+        "the claim is",
+        "this post's claim is",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p));
+    if about_the_post {
+        return after_first_clause(e).trim().to_string();
+    }
+    // A bare verdict word first: "True: …", "**False**. …".
+    let first: String = lower
+        .trim_start_matches(['*', '_', '"', '\''])
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic() || *c == ' ')
+        .collect();
+    let word = first.trim();
+    let is_verdict = PHRASES.iter().any(|(p, _)| *p == word) || Verdict::ALL.iter().any(|v| v.as_str() == word);
+    let next = lower
+        .trim_start_matches(['*', '_', '"', '\''])
+        .get(first.len()..)
+        .unwrap_or("")
+        .trim_start_matches(['*', '_', '"', '\'']);
+    if !word.is_empty() && is_verdict && next.starts_with([':', '.', '!', ';', '\u{2014}']) {
+        return after_first_clause(e).trim().to_string();
+    }
+    e.to_string()
+}
+
+/// What follows the first clause (up to `.`, `:`, `;`, `!`, `?`, a newline or a dash).
+fn after_first_clause(text: &str) -> &str {
+    match text.find(['.', ':', ';', '!', '?', '\n', '\u{2014}']) {
+        Some(i) => &text[i + text[i..].chars().next().map_or(1, char::len_utf8)..],
+        None => "",
     }
 }
 

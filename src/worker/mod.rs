@@ -371,6 +371,9 @@ impl Run<'_> {
     }
 
     async fn post(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        if job.posted.is_empty() {
+            self.point_to_an_answer_given_meanwhile(job)?;
+        }
         loop {
             let plan = job.plan.clone().expect("post runs after compose");
             let i = job.posted.len();
@@ -391,6 +394,11 @@ impl Run<'_> {
                     // Persist each part before the next: a crash re-sends at most this one,
                     // and its Idempotency-Key makes the server return the same post.
                     self.worker.store.save(job)?;
+                    if i == 0 {
+                        // Claimed at once: a job about the same post that reaches its first
+                        // post later points to this reply instead of answering again.
+                        self.record_reply(job)?;
+                    }
                 }
                 Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
                 Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
@@ -403,6 +411,47 @@ impl Run<'_> {
         }
         self.record_reply(job)?;
         Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// Another job answered the same post while this one drafted (two mentions in flight):
+    /// point to that answer instead of posting a second one.
+    fn point_to_an_answer_given_meanwhile(&self, job: &mut Job) -> Result<(), StageError> {
+        let is_reply = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply);
+        let Some(plan) = job.plan.clone().filter(|_| is_reply) else {
+            return Ok(());
+        };
+        let Some(earlier) = self
+            .worker
+            .store
+            .reply_for(&job.target_key(&plan.reply_to))?
+            .filter(|r| r.job_id != job.id)
+        else {
+            return Ok(());
+        };
+        tracing::info!(earlier = %earlier.job_id, "the post was answered meanwhile; pointing to that reply");
+        let url = earlier.first_url.unwrap_or_default();
+        let text = self
+            .worker
+            .prompts
+            .render("notice_already_answered.j2", minijinja::context! { url => url.clone() })
+            .map_err(|e| StageError::Fatal(e.to_string()))?;
+        job.draft = Some(crate::model::Draft {
+            outcome: Outcome::AlreadyAnswered,
+            text,
+            urls: vec![url],
+            verdict: None,
+        });
+        job.target = Some(crate::intake::trigger_as_post(&job.trigger));
+        let parts = self.thread(job, self.platform.limits());
+        let target_id = job.target.as_ref().map(|t| t.id.clone()).unwrap_or_default();
+        job.plan = Some(Plan {
+            reply_to: target_id,
+            visibility: self.visibility(job),
+            parts,
+            as_written: false,
+        });
+        self.worker.store.save(job)?;
+        Ok(())
     }
 
     /// Records a posted public reply for its target, so a later ask about the target gets a

@@ -499,3 +499,32 @@ async fn every_part_of_a_direct_reply_mentions_the_requester() {
     // Not recorded as an answer others could be pointed to.
     assert!(b.worker.store.reply_for(&job.target_key("402")).unwrap().is_none());
 }
+
+/// Two mentions about one post in flight together: the one that posts second points to the
+/// first one's reply instead of answering the same post again.
+#[tokio::test]
+async fn two_asks_in_flight_give_one_answer_and_one_pointer() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let first = b.add(mention("1"));
+    let second = b.add(mention("2"));
+    // Both past resolve and draft before either posts (resolve saw no answer yet).
+    for id in [&first, &second] {
+        let mut job = b.worker.store.job(id).unwrap().unwrap();
+        job.target = Some(Post::text_only(
+            "100",
+            "carol",
+            "The Moon is made of cheese.",
+            chrono::Utc::now(),
+            Visibility::Public,
+        ));
+        b.worker.store.save(&job).unwrap();
+    }
+    let a = b.run(&first).await;
+    assert_eq!(a.draft.as_ref().unwrap().outcome, Outcome::Reply);
+    let c = b.run(&second).await;
+    assert_eq!(c.status, Status::Done);
+    assert_eq!(c.draft.as_ref().unwrap().outcome, Outcome::AlreadyAnswered);
+    let pointer = b.double.texts().last().unwrap().clone();
+    assert!(pointer.contains("https://double.example/p0"), "{pointer}");
+    assert_eq!(c.plan.unwrap().reply_to, "m2", "the pointer answers the second mention");
+}

@@ -20,7 +20,7 @@ fn pieces(html: &str) -> Vec<Piece<'_>> {
         if lt > 0 {
             out.push(Piece::Text(&rest[..lt]));
         }
-        let Some(gt) = rest[lt..].find('>') else {
+        let Some(gt) = tag_close(&rest[lt..]) else {
             out.push(Piece::Text(&rest[lt..]));
             return out;
         };
@@ -43,6 +43,22 @@ fn pieces(html: &str) -> Vec<Piece<'_>> {
         out.push(Piece::Text(rest));
     }
     out
+}
+
+/// The offset of the `>` that ends the tag opening `tag` (a `>` inside a quoted attribute
+/// value does not: remote servers' hrefs may hold one unescaped).
+fn tag_close(tag: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    for (i, c) in tag.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') if tag[..i].ends_with('=') || tag[..i].trim_end().ends_with('=') => quote = Some(c),
+            (None, '>') => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// What an `<a>` is.
@@ -102,7 +118,9 @@ fn walk(html: &str, mut on_anchor: impl FnMut(&Anchor, &str, bool)) -> String {
         }
         match piece {
             Piece::Open { name, attrs }
-                if attribute(attrs, "class").is_some_and(|c| c.split_whitespace().any(|c| c == "quote-inline")) =>
+                if !attrs.trim_end().ends_with('/')
+                    && !matches!(name.as_str(), "br" | "img" | "hr" | "wbr" | "input")
+                    && attribute(attrs, "class").is_some_and(|c| c.split_whitespace().any(|c| c == "quote-inline")) =>
             {
                 skipping = Some((name, 1));
             }
@@ -123,23 +141,18 @@ fn walk(html: &str, mut on_anchor: impl FnMut(&Anchor, &str, bool)) -> String {
                     }
                 }
             }
-            Piece::Open { name, attrs } if name == "a" => open = Some((anchor(attrs), String::new())),
+            Piece::Open { name, attrs } if name == "a" => {
+                // An anchor left open ends where the next begins (as a browser reads it).
+                if let Some((kind, inner)) = open.take() {
+                    finish_anchor(kind, &inner, &mut leading, &mut out, &mut on_anchor);
+                }
+                if !attrs.trim_end().ends_with('/') {
+                    open = Some((anchor(attrs), String::new()));
+                }
+            }
             Piece::Close(name) if name == "a" => {
                 let Some((kind, inner)) = open.take() else { continue };
-                // Servers that relay others' markup may drop the class: the text still says.
-                let kind = match kind {
-                    Anchor::Link(href) if inner.trim_start().starts_with('#') => Anchor::Hashtag(href),
-                    Anchor::Link(href) if inner.trim_start().starts_with('@') => Anchor::Mention(href),
-                    k => k,
-                };
-                on_anchor(&kind, &inner, leading);
-                if !matches!(kind, Anchor::Mention(_)) {
-                    leading = false;
-                }
-                match &kind {
-                    Anchor::Link(href) => out.push_str(&link_text(&inner, href)),
-                    _ => out.push_str(&inner),
-                }
+                finish_anchor(kind, &inner, &mut leading, &mut out, &mut on_anchor);
             }
             Piece::Open { name, .. } if name == "br" => out.push('\n'),
             Piece::Close(name) if name == "p" => out.push_str("\n\n"),
@@ -150,6 +163,30 @@ fn walk(html: &str, mut on_anchor: impl FnMut(&Anchor, &str, bool)) -> String {
         out.push_str(&inner);
     }
     out
+}
+
+/// An anchor's end: its kind settled by its text (servers that relay others' markup may
+/// drop the class: the text still says), reported, and written out.
+fn finish_anchor(
+    kind: Anchor,
+    inner: &str,
+    leading: &mut bool,
+    out: &mut String,
+    on_anchor: &mut impl FnMut(&Anchor, &str, bool),
+) {
+    let kind = match kind {
+        Anchor::Link(href) if inner.trim_start().starts_with('#') => Anchor::Hashtag(href),
+        Anchor::Link(href) if inner.trim_start().starts_with('@') => Anchor::Mention(href),
+        k => k,
+    };
+    on_anchor(&kind, inner, *leading);
+    if !matches!(kind, Anchor::Mention(_)) {
+        *leading = false;
+    }
+    match &kind {
+        Anchor::Link(href) => out.push_str(&link_text(inner, href)),
+        _ => out.push_str(inner),
+    }
 }
 
 /// Punctuation that may follow a handle written as text.
@@ -245,24 +282,48 @@ pub fn has_nobot(html: &str) -> bool {
         .any(|w| w == "#nobot")
 }
 
-/// The value of attribute `name` in a tag's attribute text (quoted with `"` or `'`, or bare).
+/// The value of attribute `name` in a tag's attribute text (quoted with `"` or `'`, or bare),
+/// read pair by pair, so a name inside another attribute's value is not taken for one.
 fn attribute(attrs: &str, name: &str) -> Option<String> {
-    let lower = attrs.to_ascii_lowercase();
-    let mut from = 0;
-    while let Some(pos) = lower[from..].find(name) {
-        let at = from + pos;
-        from = at + name.len();
-        let before_ok = at == 0 || lower.as_bytes()[at - 1].is_ascii_whitespace();
-        let after = lower[from..].trim_start();
-        if !before_ok || !after.starts_with('=') {
-            continue;
+    let b = attrs.as_bytes();
+    let mut at = 0;
+    while at < b.len() {
+        while at < b.len() && (b[at].is_ascii_whitespace() || b[at] == b'/') {
+            at += 1;
         }
-        let value_start = attrs.len() - after.len() + 1;
-        let value = attrs[value_start..].trim_start();
-        return Some(match value.chars().next() {
-            Some(q @ ('"' | '\'')) => value[1..].split(q).next().unwrap_or("").to_string(),
-            _ => value.split(char::is_whitespace).next().unwrap_or("").to_string(),
-        });
+        let start = at;
+        while at < b.len() && !b[at].is_ascii_whitespace() && b[at] != b'=' && b[at] != b'/' {
+            at += 1;
+        }
+        let key = &attrs[start..at];
+        while at < b.len() && b[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        let mut value = String::new();
+        if b.get(at) == Some(&b'=') {
+            at += 1;
+            while at < b.len() && b[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            match b.get(at) {
+                Some(&q @ (b'"' | b'\'')) => {
+                    let end = attrs[at + 1..].find(q as char).map_or(attrs.len(), |e| at + 1 + e);
+                    value = attrs[at + 1..end].to_string();
+                    at = (end + 1).min(attrs.len());
+                }
+                _ => {
+                    let end = attrs[at..].find(char::is_whitespace).map_or(attrs.len(), |e| at + e);
+                    value = attrs[at..end].to_string();
+                    at = end;
+                }
+            }
+        }
+        if key.eq_ignore_ascii_case(name) {
+            return Some(value);
+        }
+        if key.is_empty() && at == start {
+            at += 1;
+        }
     }
     None
 }
@@ -400,5 +461,30 @@ mod tests {
         for note in ["<p>I like #nobots and bots</p>", "<p>nobot</p>", ""] {
             assert!(!has_nobot(note), "{note}");
         }
+    }
+
+    /// Markup the first parser misread (review): a `>` inside a quoted href, an attribute name
+    /// inside another attribute's value, an anchor left open, a void element with the
+    /// quote-inline class.
+    #[test]
+    fn awkward_but_valid_markup_is_read_right() {
+        assert_eq!(
+            links(r#"<a href="https://e.example/?q=>y">t</a> after"#),
+            ["https://e.example/?q=>y"]
+        );
+        assert_eq!(
+            html_to_text(r#"<p><a href="https://e.example/?q=>y">https://e.example/?q=>y</a> after</p>"#),
+            "https://e.example/?q=>y after"
+        );
+        assert_eq!(
+            links(r#"<a href="https://e.example/ rel=tag x">t</a>"#),
+            ["https://e.example/ rel=tag x"]
+        );
+        assert_eq!(
+            html_to_text(r#"<p><a name=x>see <a href="https://e.example/b">more</a> then</p>"#),
+            "see more (https://e.example/b) then"
+        );
+        assert_eq!(html_to_text(r#"<p>one<br class="quote-inline">two</p>"#), "one\ntwo");
+        assert_eq!(html_to_text(r#"<p>a <a href="https://e.example/x"/> b</p>"#), "a  b");
     }
 }
