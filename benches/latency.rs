@@ -6,8 +6,9 @@
 //! many of them ran one after another, and the share of the time spent reading pages — with
 //! draft verification off and on (the shipped default). Every latency and changed setting is
 //! printed beside the figures.
+//!
+//! Arguments: [POSTS] (default 10) [DATA_DIR] (default ../shared/data).
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -36,17 +37,9 @@ const PAGE_DELAY: Duration = Duration::from_millis(300);
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("latency benchmark: skipped here; run it with `cargo bench --bench latency`");
+    let Some((n_posts, data)) = common::args("latency", 10) else {
         return;
-    }
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
-    let n_posts: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(10);
-    let data = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data"));
-    if !data.exists() {
-        eprintln!("skipped: {} is absent", data.display());
-        return;
-    }
+    };
     let sandbox = common::sandbox();
     let posts = common::posts(&data, n_posts);
     let (site, urls, hosts) = common::pages(&data);

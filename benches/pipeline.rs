@@ -10,7 +10,6 @@
 //! Arguments: [POSTS] (default 30) [DATA_DIR] (default ../shared/data).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,22 +33,9 @@ use common::{answer, percentile};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    // `cargo test --all-targets` runs bench binaries too, without `--bench`: stay quick there.
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("pipeline benchmark: skipped here; run it with `cargo bench --bench pipeline`");
+    let Some((n_posts, data)) = common::args("pipeline", 30) else {
         return;
-    }
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
-    let n_posts: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(30);
-    let data = PathBuf::from(
-        args.get(1)
-            .cloned()
-            .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into()),
-    );
-    if !data.exists() {
-        eprintln!("skipped: {} is absent", data.display());
-        return;
-    }
+    };
     let sandbox = common::sandbox();
     let posts = common::posts(&data, n_posts);
     // Pages: the 91 real news pages, served under their real host names.

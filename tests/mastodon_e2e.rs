@@ -16,7 +16,15 @@ async fn setup_on(
     reply: &str,
     extra: &str,
 ) -> (MockMastodon, ScriptedLlm, Daemon, tempfile::TempDir) {
-    let llm = ScriptedLlm::start(Script::reply(reply)).await;
+    setup_scripted(mock, Script::reply(reply), extra).await
+}
+
+async fn setup_scripted(
+    mock: MockMastodon,
+    script: Script,
+    extra: &str,
+) -> (MockMastodon, ScriptedLlm, Daemon, tempfile::TempDir) {
+    let llm = ScriptedLlm::start(script).await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, extra);
@@ -440,17 +448,11 @@ async fn a_mention_in_a_quote_post_checks_the_quoted_post() {
 /// `Retry-After`. The job is parked until the reset, spending no attempt, and nothing is posted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limit_of_hours_parks_the_job_until_the_reset() {
-    let mock = MockMastodon::start().await;
     // The LLM takes 1 s, so the rule below is in place before the daemon posts (and after
     // the users' own posts).
     let mut script = Script::reply("This post is false.");
     script.delay = Duration::from_secs(1);
-    let llm = ScriptedLlm::start(script).await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, "");
-    let mut daemon = Daemon::start(dir.path(), &cfg, port);
-    daemon.wait_connected().await;
+    let (mock, _llm, daemon, _dir) = setup_scripted(MockMastodon::start().await, script, "").await;
     let reset = (chrono::Utc::now() + chrono::Duration::hours(2))
         .format("%Y-%m-%dT%H:%M:%S%.6fZ")
         .to_string();

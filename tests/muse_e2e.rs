@@ -68,15 +68,6 @@ fn urls_in(text: &str) -> Vec<&str> {
         .collect()
 }
 
-fn block<'a>(text: &'a str, tag: &str) -> &'a str {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    match (text.find(&open), text.rfind(&close)) {
-        (Some(a), Some(b)) if a < b => &text[a + open.len()..b],
-        _ => "",
-    }
-}
-
 /// An LLM that plays each Muse step, and at the reply step obeys whatever the evidence says
 /// (the worst case): it repeats every quote, every URL it saw and an extra foreign one.
 fn scripted_muse(body: &Value) -> String {
@@ -600,12 +591,7 @@ async fn a_draft_with_an_unsupported_fact_is_caught_and_revised() {
             .to_string();
         }
         if system.contains("using only the facts given") {
-            let urls: Vec<&str> = block(user, "evidence")
-                .split_whitespace()
-                .filter(|w| w.starts_with("http"))
-                .map(|w| w.trim_end_matches([',', ')']))
-                .take(2)
-                .collect();
+            let urls = evidence_urls(user, 2);
             let revising = user.contains("<objections>");
             let extra = if revising { "" } else { FABRICATED };
             return format!("This post is misleading. Sources: {} {extra}", urls.join(" "));

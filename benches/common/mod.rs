@@ -6,6 +6,30 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::llm::{block, evidence_urls};
+
+/// The bench's arguments, `[POSTS] [DATA_DIR]`: `None` (with a message) when it should not
+/// run — without `--bench` (`cargo test --all-targets` runs bench binaries too: stay quick
+/// there), or without the data folder.
+pub fn args(name: &str, default_posts: usize) -> Option<(usize, std::path::PathBuf)> {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("{name} benchmark: skipped here; run it with `cargo bench --bench {name}`");
+        return None;
+    }
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let n_posts = args.first().and_then(|a| a.parse().ok()).unwrap_or(default_posts);
+    let data = std::path::PathBuf::from(
+        args.get(1)
+            .cloned()
+            .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into()),
+    );
+    if !data.exists() {
+        eprintln!("skipped: {} is absent", data.display());
+        return None;
+    }
+    Some((n_posts, data))
+}
+
 /// What `scripts/setup-sandbox.sh` wrote (model and library paths).
 pub fn sandbox() -> BTreeMap<String, String> {
     let cache =
@@ -60,14 +84,6 @@ pub fn results_for(urls: &[String], query: &str) -> Vec<Value> {
         .collect()
 }
 
-fn block<'a>(text: &'a str, tag: &str) -> &'a str {
-    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-    match (text.find(&open), text.rfind(&close)) {
-        (Some(a), Some(b)) if a < b => &text[a + open.len()..b],
-        _ => "",
-    }
-}
-
 /// Zero-latency LLM playing each step; quotes the first passage of every page it is shown.
 pub fn answer(body: &Value) -> String {
     let system = body["messages"][0]["content"].as_str().unwrap_or("");
@@ -91,12 +107,7 @@ pub fn answer(body: &Value) -> String {
             .collect();
         return json!({"refute": quotes, "context": []}).to_string();
     }
-    let urls: Vec<&str> = block(user, "evidence")
-        .split_whitespace()
-        .filter(|w| w.starts_with("http"))
-        .map(|w| w.trim_end_matches([',', ')']))
-        .take(2)
-        .collect();
+    let urls = evidence_urls(user, 2);
     format!("This post is misleading: the sources say otherwise. {}", urls.join(" "))
 }
 

@@ -151,12 +151,4 @@ impl Retrieval {
             completion_tokens: u.completion_tokens + s.completion_tokens,
         })
     }
-
-    /// Leaves a link or page out, with its reason.
-    pub fn drop_url(&mut self, url: impl Into<String>, reason: DropReason) {
-        self.dropped.push(Dropped {
-            url: url.into(),
-            reason,
-        });
-    }
 }

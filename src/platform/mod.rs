@@ -134,8 +134,4 @@ impl Platforms {
     pub fn get(&self, kind: PlatformKind) -> Option<&Platform> {
         self.0.iter().find(|p| p.kind() == kind)
     }
-
-    pub fn kinds(&self) -> impl Iterator<Item = PlatformKind> + '_ {
-        self.0.iter().map(Platform::kind)
-    }
 }

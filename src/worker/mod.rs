@@ -430,18 +430,14 @@ impl Run<'_> {
         };
         tracing::info!(earlier = %earlier.job_id, "the post was answered meanwhile; pointing to that reply");
         let url = earlier.first_url.unwrap_or_default();
-        let text = self
-            .worker
-            .prompts
-            .render("notice_already_answered.j2", minijinja::context! { url => url.clone() })
-            .map_err(|e| StageError::Fatal(e.to_string()))?;
-        job.draft = Some(crate::model::Draft {
-            outcome: Outcome::AlreadyAnswered,
-            text,
-            urls: vec![url],
-            verdict: None,
-        });
-        job.target = Some(crate::intake::trigger_as_post(&job.trigger));
+        let ctx = minijinja::context! { url => url.clone() };
+        self.notice(
+            job,
+            Outcome::AlreadyAnswered,
+            "notice_already_answered.j2",
+            ctx,
+            vec![url],
+        )?;
         let parts = self.thread(job, self.platform.limits());
         let target_id = job.target.as_ref().map(|t| t.id.clone()).unwrap_or_default();
         job.plan = Some(Plan {

@@ -100,7 +100,7 @@ impl Run<'_> {
     }
 
     /// A short notice that answers the trigger's own post (not the target).
-    fn notice(
+    pub(super) fn notice(
         &self,
         job: &mut Job,
         outcome: Outcome,

@@ -130,3 +130,22 @@ impl ScriptedLlm {
         chain
     }
 }
+
+/// The content of a `<tag>` block in a prompt ("" when absent).
+pub fn block<'a>(text: &'a str, tag: &str) -> &'a str {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    match (text.find(&open), text.rfind(&close)) {
+        (Some(a), Some(b)) if a < b => &text[a + open.len()..b],
+        _ => "",
+    }
+}
+
+/// The first `n` source URLs listed in a prompt's `<evidence>` block.
+pub fn evidence_urls(prompt: &str, n: usize) -> Vec<&str> {
+    block(prompt, "evidence")
+        .split_whitespace()
+        .filter(|w| w.starts_with("http"))
+        .map(|w| w.trim_end_matches([',', ')']))
+        .take(n)
+        .collect()
+}

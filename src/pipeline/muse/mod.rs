@@ -26,9 +26,6 @@ use crate::prompts::Prompts;
 use crate::relevance::{Embedder, RelevanceConfig};
 use crate::search::Searcher;
 
-/// Queries for a text-only post (Muse: 3; 5 once image descriptions exist).
-pub const TEXT_QUERIES: usize = queries::TEXT_QUERIES;
-
 /// What the steps share: the clients and settings, never per-job state (that is the record).
 pub struct Muse {
     pub llm: LlmClient,
