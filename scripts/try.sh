@@ -3,14 +3,28 @@
 # server) and a real local LLM (llama.cpp via xllamacpp, SmolLM2 from PyPI), runs the daemon,
 # posts a dubious claim as @alice and a mention of @musebot under it as @bob, then prints the
 # thread with the bot's reply. Everything listens on 127.0.0.1 and stops when the script ends.
+#
+#   scripts/try.sh ["claim"]             on a local Mastodon (mastodon-mock)
+#   scripts/try.sh --bluesky ["claim"]   on a local Bluesky: the reference PDS + AppView
+#                                        (@atproto/dev-env, on PostgreSQL and Redis)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PLATFORM=mastodon
+if [[ "${1:-}" == "--bluesky" ]]; then
+    PLATFORM=bluesky
+    shift
+fi
 
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 env_file=$(scripts/setup-sandbox.sh)
 # shellcheck disable=SC1090
 source "$env_file"
+if [[ $PLATFORM == bluesky ]]; then
+    scripts/services.sh
+    # shellcheck disable=SC1090
+    source "$(scripts/setup-bluesky.sh)"
+fi
 
 echo "== building musebot" >&2
 cargo build --locked --quiet
@@ -18,7 +32,10 @@ BIN="$CARGO_TARGET_DIR/debug/musebot"
 
 WORK=$(mktemp -d)
 pids=()
+NET_PID=""
 cleanup() {
+    # The Bluesky network stops on SIGTERM and drops its database schemas.
+    [[ -n "$NET_PID" ]] && { kill -TERM "$NET_PID" && wait "$NET_PID"; } 2>/dev/null
     for p in "${pids[@]}"; do { kill -9 "$p" && wait "$p"; } 2>/dev/null || true; done
     rm -rf "$WORK"
 }
@@ -47,17 +64,49 @@ display_name = "Bob"
 access_token = "try-bob"
 TOML
 
-echo "== starting mastodon-mock on $MOCK" >&2
-"$MUSEBOT_MOCK_BIN" serve --config "$WORK/mock.toml" >"$WORK/mock.log" 2>&1 &
-pids+=($!)
+if [[ $PLATFORM == mastodon ]]; then
+    echo "== starting mastodon-mock on $MOCK" >&2
+    "$MUSEBOT_MOCK_BIN" serve --config "$WORK/mock.toml" >"$WORK/mock.log" 2>&1 &
+    pids+=($!)
+else
+    echo "== starting the reference Bluesky network (PLC, PDS, AppView; ~10 s)" >&2
+    mkfifo "$WORK/net.stdin"
+    exec 8<>"$WORK/net.stdin" # held open: the network stops when this script's end closes it
+    "$MUSEBOT_NODE" --require "$MUSEBOT_BLUESKY_DIR/loopback.cjs" "$MUSEBOT_BLUESKY_DIR/network.mjs" \
+        <"$WORK/net.stdin" >"$WORK/net.json" 2>"$WORK/net.log" &
+    NET_PID=$!
+fi
 echo "== starting the local LLM (SmolLM2-135M via xllamacpp) on 127.0.0.1:$LLM_PORT" >&2
 "$MUSEBOT_PYTHON" scripts/llm_server.py --model "$MUSEBOT_GGUF" --port "$LLM_PORT" --threads 1 --ctx 2048 \
     >"$WORK/llm.out" 2>"$WORK/llm.log" &
 pids+=($!)
-for _ in $(seq 1 120); do
-    curl -fs "$MOCK/health" >/dev/null 2>&1 && grep -q '^ready' "$WORK/llm.out" && break
+for _ in $(seq 1 240); do
+    if [[ $PLATFORM == mastodon ]]; then
+        curl -fs "$MOCK/health" >/dev/null 2>&1 && grep -q '^ready' "$WORK/llm.out" && break
+    else
+        [[ -s "$WORK/net.json" ]] && grep -q '^ready' "$WORK/llm.out" && break
+    fi
     sleep 0.5
 done
+if [[ $PLATFORM == bluesky ]]; then
+    [[ -s "$WORK/net.json" ]] || { cat "$WORK/net.log" >&2; echo "the Bluesky network did not start" >&2; exit 1; }
+    PDS=$("$MUSEBOT_PYTHON" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["pds"])' "$WORK/net.json")
+    "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py accounts "$PDS" "$WORK/accounts.json"
+    "$MUSEBOT_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["musebot"]["app_password"], end="")' \
+        "$WORK/accounts.json" >"$WORK/app-password"
+    PLATFORM_TOML="[mastodon]
+enabled = false
+[bluesky]
+enabled = true
+service = \"$PDS\"
+identifier = \"musebot.test\"
+app_password_file = \"$WORK/app-password\"
+poll_secs = 1"
+else
+    PLATFORM_TOML="[mastodon]
+base_url = \"$MOCK\"
+access_token_env = \"MUSEBOT_MASTODON_TOKEN\""
+fi
 
 # The sandbox has no internet, so no web search: the daemon runs the no-retrieval pipeline
 # here. (The retrieval pipeline runs end to end in tests/muse_e2e.rs against local servers.)
@@ -71,9 +120,7 @@ listen = "127.0.0.1:$HEALTH_PORT"
 base_url = "http://127.0.0.1:$LLM_PORT/v1"
 model = "smollm2"
 max_tokens = 160
-[mastodon]
-base_url = "$MOCK"
-access_token_env = "MUSEBOT_MASTODON_TOKEN"
+$PLATFORM_TOML
 TOML
 "$BIN" config check "$WORK/bot-config.toml" >&2
 echo "== starting the musebot daemon (log: $WORK/daemon.log)" >&2
@@ -85,6 +132,18 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "http://127.0.0.1:$HEALTH_PORT/healthz" >&2; echo >&2
 
+CLAIM="${1:-The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.}"
+if [[ $PLATFORM == bluesky ]]; then
+    # The source starts from "now" at its first poll: ask only once it has.
+    for _ in $(seq 1 100); do grep -q "starting from now" "$WORK/daemon.log" && break; sleep 0.3; done
+    MENTION=$("$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py ask "$PDS" "$WORK/accounts.json" "$CLAIM")
+    echo "== @alice.test posted a claim, @bob.test asked @musebot.test; waiting for the reply…" >&2
+    "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py thread "$PDS" "$WORK/accounts.json" "$MENTION" 180
+    echo >&2
+    grep -E "reply posted|ERROR|WARN" "$WORK/daemon.log" | tail -5 >&2 || true
+    exit 0
+fi
+
 post() { # token text [in_reply_to_id] -> status JSON
     local args=(-fsS -H "Authorization: Bearer $1" --data-urlencode "status=$2")
     [[ -n "${3:-}" ]] && args+=(--data-urlencode "in_reply_to_id=$3")
@@ -92,7 +151,6 @@ post() { # token text [in_reply_to_id] -> status JSON
 }
 id_of() { "$MUSEBOT_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
 
-CLAIM="${1:-The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.}"
 TARGET=$(post try-alice "$CLAIM" | id_of)
 post try-bob "@musebot is this true?" "$TARGET" >/dev/null
 echo "== @alice posted a claim, @bob asked @musebot; waiting for the reply…" >&2

@@ -9,9 +9,7 @@ use serde::Serialize;
 use crate::compose::TextLimits;
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::model::{
-    Account, Cause, Job, PlatformKind, Post, Retrieval, Stage, Status, StepTrace, Trigger, Verification, Visibility,
-};
+use crate::model::{Account, Cause, Job, Post, Retrieval, Stage, Status, StepTrace, Trigger, Verification, Visibility};
 use crate::platform::dry_run::DryRun;
 use crate::platform::mastodon::Mastodon;
 use crate::platform::{Platform, Platforms};
@@ -35,7 +33,9 @@ pub struct CheckReport {
 }
 
 pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>) -> anyhow::Result<CheckReport> {
-    let platform = if target.starts_with("http://") || target.starts_with("https://") {
+    let platform = if crate::platform::bluesky::records::parse_post_ref(target).is_some() {
+        DryRun::bluesky(bluesky_reader(config).await?, target)
+    } else if target.starts_with("http://") || target.starts_with("https://") {
         DryRun::url(mastodon_reader(config).await?, target)
     } else {
         let post = Post::text_only(
@@ -53,6 +53,7 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
             },
         )
     };
+    let kind = platform.kind;
     let store = Store::open_temporary()?;
     let metrics = Metrics::new();
     let pipeline = crate::pipeline::build(config, Some(store.clone()), Some(metrics.clone()), before)?;
@@ -68,7 +69,7 @@ pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>)
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     };
     let job = Job::new(Trigger {
-        platform: PlatformKind::Mastodon,
+        platform: kind,
         cause: Cause::ModeratorFlag {
             moderator: "musebot check".into(),
         },
@@ -107,6 +108,17 @@ async fn mastodon_reader(config: &Config) -> anyhow::Result<Mastodon> {
     let token =
         secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?.expect("required");
     Ok(Mastodon::reader(m, token).await?)
+}
+
+/// The Bluesky client `check` reads a post with (logged in, nothing written).
+async fn bluesky_reader(config: &Config) -> anyhow::Result<crate::platform::bluesky::Bluesky> {
+    let b = &config.bluesky;
+    if b.identifier.is_empty() {
+        anyhow::bail!("bluesky.identifier: is empty — a Bluesky post is read through the bot's account; set [bluesky] identifier and its app password");
+    }
+    let password =
+        secret::resolve("bluesky.app_password", &b.app_password_env, &b.app_password_file, true)?.expect("required");
+    Ok(crate::platform::bluesky::Bluesky::reader(b, password).await?)
 }
 
 /// The finished job as a report: the stage trace with the retrieval steps in place of the

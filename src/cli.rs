@@ -31,7 +31,7 @@ pub enum Command {
     },
     /// Run the pipeline once on a post URL or a text; print the reply and a trace; post nothing.
     Check {
-        /// A post URL or the text of a post.
+        /// A post URL (Mastodon, or a bsky.app link), an at:// post URI, or the text of a post.
         target: String,
         #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
         config: PathBuf,

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::intake::Intake;
 use crate::metrics::Metrics;
+use crate::platform::bluesky::Bluesky;
 use crate::platform::mastodon::Mastodon;
 use crate::platform::source::Source;
 use crate::platform::{Platform, PlatformError, Platforms};
@@ -21,8 +22,17 @@ use crate::worker::{self, Worker};
 
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let m = &config.mastodon;
-    let token = secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?
-        .expect("required secret");
+    let token = if m.enabled {
+        secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?
+    } else {
+        None
+    };
+    let b = &config.bluesky;
+    let bluesky_password = if b.enabled {
+        secret::resolve("bluesky.app_password", &b.app_password_env, &b.app_password_file, true)?
+    } else {
+        None
+    };
 
     std::fs::create_dir_all(&config.daemon.state_dir).with_context(|| {
         format!(
@@ -69,19 +79,41 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let pipeline = crate::pipeline::build(&config, Some(store.clone()), Some(metrics.clone()), None)?;
     let prompts = pipeline.prompts.clone();
 
-    metrics.set_connection("mastodon", crate::metrics::ConnState::Connecting);
-    let Some((mastodon, source)) = connect_with_retry(&config, token, &shutdown).await? else {
-        return Ok(());
-    };
-    let platforms = Platforms::new([Platform::Mastodon(mastodon)]);
-    let sources = vec![Source::Mastodon(source)];
+    let mut platforms = Platforms::default();
+    let mut sources = Vec::new();
+    if let Some(token) = token {
+        metrics.set_connection("mastodon", crate::metrics::ConnState::Connecting);
+        let connect = || Mastodon::connect(&config.mastodon, token.clone());
+        let Some((mastodon, source)) = connect_with_retry("mastodon", m.reconnect_max_secs, connect, &shutdown).await?
+        else {
+            return Ok(());
+        };
+        platforms.insert(Platform::Mastodon(mastodon));
+        sources.push(Source::Mastodon(source));
+    }
+    if let Some(password) = bluesky_password {
+        metrics.set_connection("bluesky", crate::metrics::ConnState::Connecting);
+        let connect = || Bluesky::connect(b, password.clone(), Some(store.clone()));
+        let Some((bluesky, source)) = connect_with_retry("bluesky", b.reconnect_max_secs, connect, &shutdown).await?
+        else {
+            return Ok(());
+        };
+        platforms.insert(Platform::Bluesky(bluesky));
+        sources.push(Source::Bluesky(source));
+    }
 
     let (queue_tx, queue_rx) = mpsc::channel(config.daemon.queue_capacity);
     let intake = Intake::new(
         store.clone(),
         metrics.clone(),
         queue_tx,
-        config.mastodon.allowed_bots.clone(),
+        config
+            .mastodon
+            .allowed_bots
+            .iter()
+            .chain(&config.bluesky.allowed_bots)
+            .cloned()
+            .collect(),
     );
     let worker = Arc::new(Worker {
         store: store.clone(),
@@ -118,25 +150,32 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     Ok(())
 }
 
-/// Connects to Mastodon, retrying transient failures (the server may start after us);
+/// Connects to a platform, retrying transient failures (the server may start after us);
 /// `None` when shutdown came first.
-async fn connect_with_retry(
-    config: &Config,
-    token: crate::secret::Secret,
+async fn connect_with_retry<T, F, Fut>(
+    name: &'static str,
+    max_wait_secs: u64,
+    connect: F,
     shutdown: &CancellationToken,
-) -> anyhow::Result<Option<(Mastodon, crate::platform::mastodon::stream::MastodonSource)>> {
+) -> anyhow::Result<Option<T>>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, PlatformError>>,
+{
     let mut wait = Duration::from_secs(1);
     loop {
-        match Mastodon::connect(&config.mastodon, token.clone()).await {
+        match connect().await {
             Ok(pair) => return Ok(Some(pair)),
-            Err(PlatformError::Fatal(e)) => anyhow::bail!("mastodon: {e}"),
-            Err(e) => tracing::warn!(error = %e, wait_s = wait.as_secs(), "mastodon not reachable yet; retrying"),
+            Err(PlatformError::Fatal(e)) => anyhow::bail!("{name}: {e}"),
+            Err(e) => {
+                tracing::warn!(platform = name, error = %e, wait_s = wait.as_secs(), "not reachable yet; retrying")
+            }
         }
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(None),
             _ = tokio::time::sleep(wait) => {}
         }
-        wait = (wait * 2).min(Duration::from_secs(config.mastodon.reconnect_max_secs));
+        wait = (wait * 2).min(Duration::from_secs(max_wait_secs));
     }
 }
 

@@ -188,7 +188,7 @@ fn only_the_owner_talks_to_each_outside_party() {
         ("tokio_tungstenite::", "platform/"),
         ("/api/v1/", "platform/"),
         ("/api/v2/", "platform/"),
-        ("/xrpc/", "platform/"),
+        ("/xrpc/", "platform/bluesky/"),
         ("/chat/completions", "llm.rs"),
     ];
     let mut offences = Vec::new();

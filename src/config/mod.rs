@@ -2,7 +2,10 @@
 //! deny_unknown_fields)`, one `Default`, and [`Config::validate`] that names each bad key with a
 //! fix. The shipped `bot-config.toml` is the defaults, documented; a test keeps the two equal.
 
+mod bluesky;
 mod validate;
+
+pub use bluesky::{BlueskyConfig, BlueskyMode};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -24,6 +27,7 @@ pub struct Config {
     pub relevance: crate::relevance::RelevanceConfig,
     pub credibility: crate::credibility::load::CredibilityConfig,
     pub mastodon: MastodonConfig,
+    pub bluesky: BlueskyConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

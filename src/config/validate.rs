@@ -29,6 +29,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         relevance,
         credibility,
         mastodon,
+        bluesky,
     ] {
         section(c, &mut p);
     }
@@ -55,6 +56,7 @@ fn daemon(c: &Config, p: &mut Problems) {
         ("llm.max_response_bytes", c.llm.max_response_bytes),
         ("search.max_response_bytes", c.search.max_response_bytes),
         ("mastodon.max_response_bytes", c.mastodon.max_response_bytes),
+        ("bluesky.max_response_bytes", c.bluesky.max_response_bytes),
     ] {
         if value < 10_000 {
             p.bad(
@@ -323,11 +325,13 @@ fn credibility(c: &Config, p: &mut Problems) {
 fn mastodon(c: &Config, p: &mut Problems) {
     let m = &c.mastodon;
     if !m.enabled {
-        p.bad(
-            "mastodon.enabled",
-            "is false and no other platform is enabled".into(),
-            "set mastodon.enabled = true",
-        );
+        if !c.bluesky.enabled {
+            p.bad(
+                "mastodon.enabled",
+                "is false and no other platform is enabled".into(),
+                "set mastodon.enabled = true, or bluesky.enabled = true with a [bluesky] section",
+            );
+        }
     } else {
         if m.base_url.is_empty() {
             p.bad(
@@ -374,6 +378,78 @@ fn mastodon(c: &Config, p: &mut Problems) {
         if m.timeout_secs == 0 {
             p.bad("mastodon.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
         }
+    }
+}
+
+/// `[bluesky]`.
+fn bluesky(c: &Config, p: &mut Problems) {
+    let b = &c.bluesky;
+    if !b.enabled {
+        return;
+    }
+    check_url(
+        p,
+        "bluesky.service",
+        &b.service,
+        "set it to the account's PDS, e.g. https://bsky.social",
+    );
+    if b.identifier.trim().is_empty() {
+        p.bad(
+            "bluesky.identifier",
+            "is empty".into(),
+            "set it to the bot's handle, e.g. factcheck.bsky.social",
+        );
+    } else if b.identifier.starts_with('@') {
+        p.bad(
+            "bluesky.identifier",
+            format!("`{}` starts with @", b.identifier),
+            "write the handle without the @, e.g. factcheck.bsky.social",
+        );
+    }
+    if b.app_password_env.is_empty() && b.app_password_file.is_empty() {
+        p.bad(
+            "bluesky.app_password_env",
+            "and bluesky.app_password_file are both empty".into(),
+            "name the environment variable or file that holds the bot's app password",
+        );
+    }
+    if b.poll_secs == 0 || b.poll_secs > 600 {
+        p.bad(
+            "bluesky.poll_secs",
+            format!("is {}", b.poll_secs),
+            "use 1 to 600 seconds (5 is the default)",
+        );
+    }
+    if b.requests_per_5min == 0 || b.requests_per_5min > 3000 {
+        p.bad(
+            "bluesky.requests_per_5min",
+            format!("is {}", b.requests_per_5min),
+            "use a number from 1 to 3000 (Bluesky allows 3000 per IP)",
+        );
+    }
+    if b.write_points_per_hour < 3 || b.write_points_per_hour > 5000 {
+        p.bad(
+            "bluesky.write_points_per_hour",
+            format!("is {}", b.write_points_per_hour),
+            "use 3 to 5000 (Bluesky allows 5000; a post costs 3)",
+        );
+    }
+    if b.write_points_per_day < 3 || b.write_points_per_day > 35000 {
+        p.bad(
+            "bluesky.write_points_per_day",
+            format!("is {}", b.write_points_per_day),
+            "use 3 to 35000 (Bluesky allows 35000; a post costs 3)",
+        );
+    }
+    if b.reconnect_max_secs == 0 {
+        p.bad(
+            "bluesky.reconnect_max_secs",
+            "is 0".into(),
+            "use a positive number, e.g. 60",
+        );
+    }
+    if b.timeout_secs == 0 {
+        p.bad("bluesky.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
     }
 }
 

@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub enum PlatformKind {
     Mastodon,
+    Bluesky,
 }
 
 impl PlatformKind {
     pub fn as_str(self) -> &'static str {
         match self {
             PlatformKind::Mastodon => "mastodon",
+            PlatformKind::Bluesky => "bluesky",
         }
     }
 }

@@ -19,15 +19,9 @@ pub async fn draft(llm: &LlmClient, prompts: &Prompts, post: &Post) -> Result<(D
     let system = prompts.render("reply_baseline.system.j2", context! { max_words => MAX_WORDS })?;
     let mut usage = Usage::default();
     for retry in [false, true] {
-        let user = prompts.render(
-            "reply_baseline.user.j2",
-            context! {
-                author => post.author_display_name.clone(),
-                created_at => post.created_at.to_rfc3339(),
-                text => post.text.clone(),
-                retry => retry,
-            },
-        )?;
+        let mut ctx = super::muse::post_context(post);
+        ctx.insert("retry".into(), serde_json::json!(retry));
+        let user = prompts.render("reply_baseline.user.j2", ctx)?;
         let completion = llm
             .chat_json(
                 &[ChatMessage::system(system.clone()), ChatMessage::user(user)],

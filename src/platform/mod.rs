@@ -4,6 +4,7 @@
 //! worker reaches each job's platform by the job's [`PlatformKind`]. [`dry_run`] resolves
 //! posts but never posts (`musebot check`). [`source`] is the one shape intake understands.
 
+pub mod bluesky;
 #[cfg(test)]
 pub mod double;
 pub mod dry_run;
@@ -37,9 +38,27 @@ pub enum PlatformError {
     },
 }
 
+/// One part of a reply thread, as the worker hands it to a platform.
+#[derive(Debug, Clone, Copy)]
+pub struct Part<'a> {
+    pub text: &'a str,
+    /// The post this part answers (the asking post or the previous part).
+    pub reply_to: &'a str,
+    pub visibility: Visibility,
+    /// Stable per job and part: a repeat of the same part returns the first post.
+    pub key: &'a str,
+    /// When the job was created and the part's place in it (`2 × index`, +1 once re-split):
+    /// what platforms that need time-ordered record keys derive them from.
+    pub created: chrono::DateTime<chrono::Utc>,
+    pub seq: u32,
+    /// The checked post's language, where the platform records one.
+    pub lang: Option<&'a str>,
+}
+
 #[derive(Clone)]
 pub enum Platform {
     Mastodon(mastodon::Mastodon),
+    Bluesky(bluesky::Bluesky),
     /// Resolves posts, never posts (`musebot check`).
     DryRun(dry_run::DryRun),
     /// A scripted platform for the stage machine's own tests.
@@ -51,6 +70,7 @@ impl Platform {
     pub fn kind(&self) -> PlatformKind {
         match self {
             Platform::Mastodon(_) => PlatformKind::Mastodon,
+            Platform::Bluesky(_) => PlatformKind::Bluesky,
             Platform::DryRun(d) => d.kind,
             #[cfg(test)]
             Platform::Double(_) => PlatformKind::Mastodon,
@@ -60,6 +80,7 @@ impl Platform {
     pub fn limits(&self) -> TextLimits {
         match self {
             Platform::Mastodon(m) => m.limits,
+            Platform::Bluesky(b) => b.limits(),
             Platform::DryRun(d) => d.limits(),
             #[cfg(test)]
             Platform::Double(d) => d.limits,
@@ -70,33 +91,40 @@ impl Platform {
     pub async fn resolve(&self, trigger: &Trigger) -> Result<Post, PlatformError> {
         match self {
             Platform::Mastodon(m) => m.resolve(trigger).await,
+            Platform::Bluesky(b) => b.resolve(trigger).await,
             Platform::DryRun(d) => d.resolve().await,
             #[cfg(test)]
             Platform::Double(d) => d.resolve(trigger),
         }
     }
 
-    /// Posts one thread part; returns its id and public URL. `key` makes a repeat return
-    /// the first post instead of a second one.
-    pub async fn post(
-        &self,
-        text: &str,
-        reply_to: &str,
-        visibility: Visibility,
-        key: &str,
-    ) -> Result<(String, Option<String>), PlatformError> {
+    /// Posts one thread part; returns its id and public URL. The part's key makes a repeat
+    /// return the first post instead of a second one.
+    pub async fn post(&self, part: &Part<'_>) -> Result<(String, Option<String>), PlatformError> {
         match self {
-            Platform::Mastodon(m) => m.post(text, reply_to, visibility, key).await,
-            Platform::DryRun(d) => Ok(d.post(key)),
+            Platform::Mastodon(m) => m.post(part.text, part.reply_to, part.visibility, part.key).await,
+            Platform::Bluesky(b) => b.post(part).await,
+            Platform::DryRun(d) => Ok(d.post(part.key)),
             #[cfg(test)]
-            Platform::Double(d) => d.post(text, reply_to, key),
+            Platform::Double(d) => d.post(part.text, part.reply_to, part.key),
+        }
+    }
+
+    /// Where a reply thread hangs: under the checked post on Mastodon (where the thread of the
+    /// claim is read), under the post that asked on Bluesky (where replies to a reply are
+    /// what the asker and the thread see; the AppView shows them there).
+    pub fn reply_anchor(&self, trigger: &Trigger, target: &Post) -> String {
+        match self {
+            Platform::Bluesky(_) => trigger.status_id.clone(),
+            Platform::DryRun(d) if d.kind == PlatformKind::Bluesky => trigger.status_id.clone(),
+            _ => target.id.clone(),
         }
     }
 
     /// The handle a reply addresses (`@user` or `@user@domain`).
     pub fn handle(&self, acct: &str) -> String {
         match self {
-            Platform::Mastodon(_) | Platform::DryRun(_) => format!("@{acct}"),
+            Platform::Mastodon(_) | Platform::Bluesky(_) | Platform::DryRun(_) => format!("@{acct}"),
             #[cfg(test)]
             Platform::Double(_) => format!("@{acct}"),
         }
@@ -105,6 +133,7 @@ impl Platform {
     pub fn is_self(&self, acct: &str) -> bool {
         match self {
             Platform::Mastodon(m) => m.bot_acct.eq_ignore_ascii_case(acct),
+            Platform::Bluesky(b) => b.bot.handle.eq_ignore_ascii_case(acct),
             Platform::DryRun(_) => false,
             #[cfg(test)]
             Platform::Double(d) => d.bot.eq_ignore_ascii_case(acct),

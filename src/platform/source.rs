@@ -7,18 +7,22 @@ use tokio_util::sync::CancellationToken;
 
 use crate::intake::Intake;
 use crate::model::PlatformKind;
+use crate::platform::bluesky::source::BlueskySource;
 use crate::platform::mastodon::stream::MastodonSource;
 
 /// A running listener. Closed: a new source is a new variant.
 pub enum Source {
     /// Mentions over the streaming API, with REST catch-up from the cursor.
     Mastodon(MastodonSource),
+    /// Mentions and replies from Bluesky's notifications, polled from the cursor.
+    Bluesky(BlueskySource),
 }
 
 impl Source {
     pub fn kind(&self) -> PlatformKind {
         match self {
             Source::Mastodon(_) => PlatformKind::Mastodon,
+            Source::Bluesky(_) => PlatformKind::Bluesky,
         }
     }
 
@@ -26,6 +30,7 @@ impl Source {
     pub async fn run(self, intake: Intake, stop: CancellationToken) {
         match self {
             Source::Mastodon(s) => s.run(intake, stop).await,
+            Source::Bluesky(s) => s.run(intake, stop).await,
         }
     }
 }

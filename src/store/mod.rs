@@ -1,6 +1,7 @@
 //! The only module that touches sled. Trees: `cursors` (stream positions), `jobs` (one JSON
 //! [`Job`] per trigger, any schema [`decode_job`] reads), `replies` (target post → reply ids), `quota` (per-requester counters
-//! and notices). Every write that must survive a crash is flushed before it is acknowledged
+//! and notices), `sessions` (platform login sessions: the tokens a restart refreshes instead of
+//! logging in again). Every write that must survive a crash is flushed before it is acknowledged
 //! (sled's own background flush runs only every 500 ms).
 
 use std::path::Path;
@@ -34,6 +35,8 @@ pub struct Store {
     pending: sled::Tree,
     /// Caches (search results): keys prefixed by their kind.
     cache: sled::Tree,
+    /// Platform sessions (tokens), by account.
+    sessions: sled::Tree,
 }
 
 impl Store {
@@ -49,6 +52,7 @@ impl Store {
             quota: db.open_tree("quota")?,
             pending: db.open_tree("pending")?,
             cache: db.open_tree("cache")?,
+            sessions: db.open_tree("sessions")?,
             db,
         })
     }
@@ -216,6 +220,27 @@ impl Store {
         })?;
         self.flush()?;
         Ok(allowed)
+    }
+
+    /// A platform's stored session for `account` (its tokens: never log it).
+    pub fn session(&self, account: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .sessions
+            .get(account)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// Stores (and flushes) a platform's session for `account`, so a restart refreshes it
+    /// instead of logging in again.
+    pub fn set_session(&self, account: &str, session: &str) -> Result<(), StoreError> {
+        self.sessions.insert(account, session.as_bytes())?;
+        self.flush()
+    }
+
+    /// Forgets a session the server no longer accepts.
+    pub fn drop_session(&self, account: &str) -> Result<(), StoreError> {
+        self.sessions.remove(account)?;
+        self.flush()
     }
 
     /// Sets a flag once; `true` if this call set it.

@@ -291,7 +291,7 @@ impl Run<'_> {
         let target = job.target.as_ref().expect("compose runs after resolve");
         let visibility = self.visibility(job);
         job.plan = Some(Plan {
-            reply_to: target.id.clone(),
+            reply_to: self.platform.reply_anchor(&job.trigger, target),
             visibility,
             parts,
             as_written: false,
@@ -385,7 +385,17 @@ impl Run<'_> {
             };
             // Re-split parts carry other text, so other keys than the refused originals.
             let key = format!("musebot-{}-{}{}", job.id, i, if plan.as_written { "w" } else { "" });
-            match self.platform.post(part, &reply_to, plan.visibility, &key).await {
+            let lang = job.target.as_ref().and_then(|t| t.language.as_deref());
+            let request = crate::platform::Part {
+                text: part,
+                reply_to: &reply_to,
+                visibility: plan.visibility,
+                key: &key,
+                created: job.created_at,
+                seq: 2 * i as u32 + u32::from(plan.as_written),
+                lang,
+            };
+            match self.platform.post(&request).await {
                 Ok((id, url)) => {
                     if i == 0 {
                         job.first_url = url;
@@ -417,13 +427,13 @@ impl Run<'_> {
     /// point to that answer instead of posting a second one.
     fn point_to_an_answer_given_meanwhile(&self, job: &mut Job) -> Result<(), StageError> {
         let is_reply = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply);
-        let Some(plan) = job.plan.clone().filter(|_| is_reply) else {
+        if job.plan.is_none() || !is_reply {
             return Ok(());
-        };
+        }
         let Some(earlier) = self
             .worker
             .store
-            .reply_for(&job.target_key(&plan.reply_to))?
+            .reply_for(&job.target_key(&target_id(job)))?
             .filter(|r| r.job_id != job.id)
         else {
             return Ok(());
@@ -439,9 +449,9 @@ impl Run<'_> {
             vec![url],
         )?;
         let parts = self.thread(job, self.platform.limits());
-        let target_id = job.target.as_ref().map(|t| t.id.clone()).unwrap_or_default();
+        let target = job.target.as_ref().expect("post runs after resolve");
         job.plan = Some(Plan {
-            reply_to: target_id,
+            reply_to: self.platform.reply_anchor(&job.trigger, target),
             visibility: self.visibility(job),
             parts,
             as_written: false,
@@ -464,8 +474,13 @@ impl Run<'_> {
             };
             self.worker
                 .store
-                .record_reply(&job.target_key(&plan.reply_to), &record)?;
+                .record_reply(&job.target_key(&target_id(job)), &record)?;
         }
         Ok(())
     }
+}
+
+/// The checked post's id: what reply records are kept under (the thread may hang elsewhere).
+fn target_id(job: &Job) -> String {
+    job.target.as_ref().map(|t| t.id.clone()).unwrap_or_default()
 }

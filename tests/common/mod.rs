@@ -7,6 +7,7 @@
 //! include the same files with `#[path]`.
 #![allow(dead_code, unused_imports)]
 
+pub mod bluesky;
 pub mod daemon;
 pub mod llm;
 pub mod mastodon;

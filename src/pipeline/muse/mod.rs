@@ -112,12 +112,37 @@ impl Muse {
     }
 }
 
-/// What every prompt says about the post: author, time and text.
+/// What every prompt says about the post: author, time, text, the links' full URLs, the
+/// images' alt text and the quoted post (all untrusted, rendered inside the post block).
 pub(crate) fn post_context(post: &Post) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
     m.insert("author".into(), serde_json::json!(post.author_display_name));
     m.insert("created_at".into(), serde_json::json!(post.created_at.to_rfc3339()));
     m.insert("text".into(), serde_json::json!(post.text));
+    m.extend(post_extras(post));
+    m
+}
+
+/// The parts of a post beyond its text that prompts show: `links`, `images` (alt text),
+/// `quote` ({author, text}).
+pub(crate) fn post_extras(post: &Post) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("links".into(), serde_json::json!(post.links));
+    let images: Vec<&str> = post
+        .media
+        .iter()
+        .filter(|x| x.kind == crate::model::MediaKind::Image)
+        .map(|x| x.alt.as_deref().unwrap_or("(no description)"))
+        .collect();
+    m.insert("images".into(), serde_json::json!(images));
+    if let Some(q) = &post.quote {
+        let author = if q.author_display_name.is_empty() {
+            &q.author
+        } else {
+            &q.author_display_name
+        };
+        m.insert("quote".into(), serde_json::json!({ "author": author, "text": q.text }));
+    }
     m
 }
 

@@ -1,0 +1,469 @@
+//! Bluesky end to end on the reference AT Protocol network (`@atproto/dev-env`: PLC, PDS and
+//! AppView on loopback) with a scripted LLM: threaded replies with facets, the "only when
+//! asked" rule, one answer per post, malformed records, session reuse, and one daemon serving
+//! Mastodon and Bluesky at once.
+
+mod common;
+
+use std::time::Duration;
+
+use common::bluesky::{bluesky_config, Network, User};
+use common::*;
+use serde_json::{json, Value};
+use unicode_segmentation::UnicodeSegmentation;
+
+/// A 1×1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0d, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0, 0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d,
+    0x1d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// A reply long enough to need two or three Bluesky posts (300 graphemes each).
+const LONG_REPLY: &str = "This post is false. The Moon is made of rock: the Apollo missions brought back 382 kilograms of it, \
+and every sample studied since shows basalt, breccia and anorthosite, the same minerals found in volcanic rock on Earth. \
+No sample has ever contained anything like cheese, and the Moon's density (3.34 grams per cubic centimetre) rules out a \
+body made of anything so light. Seismometers left on the surface recorded moonquakes that travel through solid rock. \
+Scientists agree on this, and no reputable source has ever claimed otherwise.";
+
+struct Bot {
+    daemon: Daemon,
+    llm: ScriptedLlm,
+    user: User,
+    _dir: tempfile::TempDir,
+}
+
+/// A bot account and a daemon serving it (baseline pipeline, scripted LLM answering `reply`).
+async fn start_bot(net: &'static Network, reply: &str, mastodon: Option<&str>) -> Bot {
+    let user = net.account("musebot").await;
+    let llm = ScriptedLlm::start(Script::reply(reply)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = bluesky_config(
+        &dir.path().join("state"),
+        &net.pds,
+        &user,
+        &dir.path().join("app-password"),
+        &llm.base_url,
+        port,
+        mastodon,
+        "",
+    );
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    wait_for_log(&daemon, "bluesky notifications: starting from now").await;
+    Bot {
+        daemon,
+        llm,
+        user,
+        _dir: dir,
+    }
+}
+
+async fn wait_for_log(daemon: &Daemon, needle: &str) {
+    for _ in 0..200 {
+        if daemon.log_text().contains(needle) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("`{needle}` never logged:\n{}", daemon.log_text());
+}
+
+/// The replies in a thread view, depth first, as (uri, record, parent uri).
+fn replies_in(thread: &Value, out: &mut Vec<(String, Value, String)>) {
+    let parent = thread["post"]["uri"].as_str().unwrap_or_default().to_string();
+    for r in thread["replies"].as_array().into_iter().flatten() {
+        out.push((
+            r["post"]["uri"].as_str().unwrap_or_default().to_string(),
+            r["post"]["record"].clone(),
+            parent.clone(),
+        ));
+        replies_in(r, out);
+    }
+}
+
+/// The text a facet spans.
+fn spanned<'a>(record: &'a Value, facet: &Value) -> &'a str {
+    let text = record["text"].as_str().unwrap();
+    let (s, e) = (
+        facet["index"]["byteStart"].as_u64().unwrap() as usize,
+        facet["index"]["byteEnd"].as_u64().unwrap() as usize,
+    );
+    &text[s..e]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_gets_a_thread_under_it_with_facets_and_nobody_else_does() {
+    let Some(net) = Network::shared() else { return };
+    let bot = start_bot(net, LONG_REPLY, None).await;
+    let alice = net.account("alice").await;
+    let bob = net.account("bob").await;
+
+    // Alice's post: a link (facet) and an image with alt text.
+    let text = "The Moon is made of cheese, see example.com/moon";
+    let link_start = text.find("example.com").unwrap();
+    let facets = json!([{
+        "index": {"byteStart": link_start, "byteEnd": text.len()},
+        "features": [{"$type": "app.bsky.richtext.facet#link", "uri": "https://example.com/moon-cheese-report"}],
+    }]);
+    let blob = alice.upload(PNG.to_vec(), "image/png").await;
+    let embed = json!({"$type": "app.bsky.embed.images", "images": [{"image": blob, "alt": "A wedge of cheese shaped like the Moon"}]});
+    let post = alice.post(text, None, facets, Some(embed)).await;
+    let ask = bob.mention(&bot.user, "is this true?", &post, &post).await;
+
+    let parts = bob.wait_for_records(&bot.user.did, 2, Duration::from_secs(60)).await;
+    assert!(
+        parts.len() >= 2,
+        "a long reply is a thread: {parts:#?}\n{}",
+        bot.daemon.log_text()
+    );
+    // The pipeline read the post's full link and the image's alt text.
+    let prompt = serde_json::to_string(&*bot.llm.requests.lock().unwrap()).unwrap();
+    assert!(prompt.contains("https://example.com/moon-cheese-report"), "{prompt}");
+    assert!(prompt.contains("A wedge of cheese shaped like the Moon"), "{prompt}");
+
+    // The thread as the AppView shows it: part 1 under Bob's mention, each next part under
+    // the one before, all rooted at Alice's post.
+    let n = parts.len();
+    let thread = bob
+        .thread_when(&ask.uri, Duration::from_secs(30), |t| {
+            let mut r = Vec::new();
+            replies_in(&t["thread"], &mut r);
+            r.len() >= n
+        })
+        .await;
+    let mut chain = Vec::new();
+    replies_in(&thread["thread"], &mut chain);
+    assert_eq!(chain.len(), n, "{thread:#}");
+    let mut parent = ask.uri.clone();
+    for (uri, record, shown_parent) in &chain {
+        assert_eq!(*shown_parent, parent, "parts chain in order");
+        assert_eq!(record["reply"]["parent"]["uri"], json!(parent));
+        assert_eq!(record["reply"]["root"]["uri"], json!(post.uri));
+        assert_eq!(record["langs"], json!(["en"]));
+        let graphemes = record["text"].as_str().unwrap().graphemes(true).count();
+        assert!(graphemes <= 300, "{graphemes} graphemes: {record}");
+        parent = uri.clone();
+    }
+    // The requester's mention facet, as the AppView returns it, spans "@handle" exactly.
+    let first = &chain[0].1;
+    let mention = first["facets"]
+        .as_array()
+        .and_then(|f| {
+            f.iter()
+                .find(|x| x["features"][0]["$type"] == "app.bsky.richtext.facet#mention")
+        })
+        .unwrap_or_else(|| panic!("no mention facet: {first}"));
+    assert_eq!(mention["features"][0]["did"], json!(bob.did));
+    assert_eq!(spanned(first, mention), format!("@{}", bob.handle));
+    let all: String = chain
+        .iter()
+        .map(|c| c.1["text"].as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(all.contains("Apollo"), "{all}");
+
+    // A third user replying under the bot's reply, without naming it: nothing.
+    let dave = net.account("dave").await;
+    let last = common::bluesky::Ref {
+        uri: chain[n - 1].0.clone(),
+        cid: bob.get("app.bsky.feed.getPosts", &[("uris", &chain[n - 1].0)]).await["posts"][0]["cid"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    };
+    dave.post("Wow, thanks for checking!", Some((&post, &last)), json!([]), None)
+        .await;
+    // Carol asks about the same post: she gets a pointer to the first answer, as a link facet.
+    let carol = net.account("carol").await;
+    carol.mention(&bot.user, "and this?", &post, &post).await;
+    let after = bob
+        .wait_for_records(&bot.user.did, n + 1, Duration::from_secs(30))
+        .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let after_all = bob.records_of(&bot.user.did).await;
+    assert_eq!(after_all.len(), n + 1, "one pointer, nothing for Dave: {after_all:#?}");
+    let pointer = &after[n]["value"];
+    let link = pointer["facets"]
+        .as_array()
+        .and_then(|f| {
+            f.iter()
+                .find(|x| x["features"][0]["$type"] == "app.bsky.richtext.facet#link")
+        })
+        .unwrap_or_else(|| panic!("the pointer links the first answer: {pointer}"));
+    let uri = link["features"][0]["uri"].as_str().unwrap();
+    assert_eq!(spanned(pointer, link), uri);
+    let rkey = chain[0].0.rsplit('/').next().unwrap();
+    assert!(
+        uri.starts_with("https://bsky.app/profile/") && uri.ends_with(rkey),
+        "{uri}"
+    );
+
+    // The profile carries the bot self-label.
+    let profile = bob
+        .get(
+            "com.atproto.repo.getRecord",
+            &[
+                ("repo", &bot.user.did),
+                ("collection", "app.bsky.actor.profile"),
+                ("rkey", "self"),
+            ],
+        )
+        .await;
+    assert_eq!(profile["value"]["labels"]["values"][0]["val"], "bot", "{profile}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_records_are_skipped_with_a_reason_and_the_daemon_keeps_serving() {
+    let Some(net) = Network::shared() else { return };
+    let bot = start_bot(net, "This post is false.", None).await;
+    let alice = net.account("alice").await;
+    let bob = net.account("bob").await;
+    let post = alice.post("The Moon is made of cheese", None, json!([]), None).await;
+    let handle = format!("@{}", bot.user.handle);
+    let mention_facet = |end: usize| {
+        json!([{"index": {"byteStart": 0, "byteEnd": end},
+                "features": [{"$type": "app.bsky.richtext.facet#mention", "did": bot.user.did}]}])
+    };
+    let reply = json!({"root": {"uri": post.uri, "cid": post.cid}, "parent": {"uri": post.uri, "cid": post.cid}});
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    // (record, the reason logged if the AppView delivers it). The reference AppView validates
+    // records before it indexes them: it drops the last two (no notification at all), and
+    // delivers the first, which the daemon must refuse itself.
+    let bad = [
+        // A facet past the end of the text.
+        (
+            json!({"$type": "app.bsky.feed.post", "text": format!("{handle} x"), "createdAt": now, "reply": reply,
+               "facets": [{"index": {"byteStart": 0, "byteEnd": 900}, "features": [{"$type": "app.bsky.richtext.facet#mention", "did": bot.user.did}]}]}),
+            "outside the text",
+        ),
+        // No createdAt.
+        (
+            json!({"$type": "app.bsky.feed.post", "text": format!("{handle} y"), "reply": reply, "facets": mention_facet(handle.len())}),
+            "missing field `createdAt`",
+        ),
+        // Ten times the allowed text.
+        (
+            json!({"$type": "app.bsky.feed.post", "text": format!("{handle} {}", "z".repeat(3000)), "createdAt": now, "reply": reply, "facets": mention_facet(handle.len())}),
+            "graphemes",
+        ),
+    ];
+    let mut written = Vec::new();
+    for (record, reason) in bad {
+        written.push((bob.create(record, false).await, reason));
+    }
+    // An embed of a type this build does not know: the embed is ignored, the post answered.
+    let odd = json!({"$type": "app.bsky.feed.post", "text": format!("{handle} is this true?"), "createdAt": now, "reply": reply,
+                     "facets": mention_facet(handle.len()), "embed": {"$type": "app.example.embed.hologram", "frames": 3}});
+    bob.create(odd, false).await;
+
+    let posted = bob.wait_for_records(&bot.user.did, 1, Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let log = bot.daemon.log_text();
+    assert_eq!(bob.records_of(&bot.user.did).await.len(), 1, "{posted:#?}\n{log}");
+    let delivered = bot
+        .user
+        .get("app.bsky.notification.listNotifications", &[("limit", "100")])
+        .await;
+    let delivered = delivered.to_string();
+    let mut refused = 0;
+    for (r, reason) in &written {
+        if delivered.contains(&r.uri) {
+            let line = log
+                .lines()
+                .find(|l| l.contains("bluesky notification skipped") && l.contains(&r.uri))
+                .unwrap_or_else(|| panic!("{} was delivered but not skipped:\n{log}", r.uri));
+            assert!(line.contains(reason), "`{reason}` is the logged reason: {line}");
+            refused += 1;
+        }
+    }
+    assert!(
+        refused >= 1,
+        "the AppView delivered none of the malformed records: {delivered}"
+    );
+    assert!(!log.contains("panicked"), "{log}");
+    // Still serving: a well-formed mention afterwards is answered.
+    bob.mention(&bot.user, "and now?", &post, &post).await;
+    bob.wait_for_records(&bot.user.did, 2, Duration::from_secs(30)).await;
+    assert_eq!(bob.records_of(&bot.user.did).await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_refreshes_the_stored_session_instead_of_logging_in() {
+    let Some(net) = Network::shared() else { return };
+    let mut bot = start_bot(net, "This post is false.", None).await;
+    assert!(bot.daemon.log_text().contains("session=\"created\"") || bot.daemon.log_text().contains("session=created"));
+    let cfg_dir = bot._dir.path().to_path_buf();
+    let port = bot.daemon.health_port;
+    bot.daemon.kill9();
+    let cfg = std::fs::read_to_string(cfg_dir.join("bot-config.toml")).unwrap();
+    let mut again = Daemon::start(&cfg_dir, &cfg, port);
+    again.wait_connected().await;
+    wait_for_log(&again, "bluesky ready").await;
+    let log = again.log_text();
+    assert!(
+        log.contains("session=\"refreshed\"") || log.contains("session=refreshed"),
+        "{log}"
+    );
+    // And it still answers.
+    let alice = net.account("alice").await;
+    let post = alice.post("Bananas are blue", None, json!([]), None).await;
+    alice.mention(&bot.user, "true?", &post, &post).await;
+    let posted = alice.wait_for_records(&bot.user.did, 1, Duration::from_secs(40)).await;
+    assert_eq!(posted.len(), 1, "{}", again.log_text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_daemon_answers_on_mastodon_and_on_bluesky() {
+    let Some(net) = Network::shared() else { return };
+    let mock = MockMastodon::start().await;
+    let bot = start_bot(net, "This post is false.", Some(&mock.base)).await;
+    let health = bot.daemon.http_get("/healthz").await;
+    assert!(health.contains("mastodon") && health.contains("bluesky"), "{health}");
+
+    let alice = net.account("alice").await;
+    let post = alice.post("Bananas are blue", None, json!([]), None).await;
+    alice.mention(&bot.user, "true?", &post, &post).await;
+    let target = mock.post(ALICE_TOKEN, "Bananas are blue", None).await;
+    mock.post(BOB_TOKEN, "@musebot true?", Some(target["id"].as_str().unwrap()))
+        .await;
+
+    let on_bluesky = alice.wait_for_records(&bot.user.did, 1, Duration::from_secs(40)).await;
+    let on_mastodon = mock
+        .wait_for_bot_statuses(Duration::from_secs(40), |s| !s.is_empty())
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(on_bluesky.len(), 1);
+    assert_eq!(mock.bot_statuses().await.len(), 1);
+    assert_eq!(on_mastodon[0]["in_reply_to_id"], target["id"]);
+    let metrics = bot.daemon.http_get("/metrics").await;
+    assert!(metrics.contains("platform=\"bluesky\""), "{metrics}");
+}
+
+/// The same part written twice — a retry after a lost answer, or a repeat after a crash, with
+/// a new `createdAt` — is one record: the deterministic key plus create-if-absent finds the
+/// first one (the PDS answers `InvalidSwap`, the record is read back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_part_written_twice_is_one_record() {
+    use musebot::platform::bluesky::Bluesky;
+    use musebot::platform::Part;
+    let Some(net) = Network::shared() else { return };
+    let me = net.account("musebot").await;
+    let alice = net.account("alice").await;
+    let post = alice.post("The Moon is made of cheese", None, json!([]), None).await;
+    let config = musebot::config::BlueskyConfig {
+        enabled: true,
+        service: net.pds.clone(),
+        identifier: me.handle.clone(),
+        ..Default::default()
+    };
+    let (bluesky, _) = Bluesky::connect(&config, musebot::secret::Secret::new(me.app_password.clone()), None)
+        .await
+        .unwrap();
+    let created = chrono::Utc::now();
+    let part = |text| Part {
+        text,
+        reply_to: &post.uri,
+        visibility: musebot::model::Visibility::Public,
+        key: "musebot-bluesky:test-0",
+        created,
+        seq: 0,
+        lang: Some("en"),
+    };
+    let (first, url) = bluesky.post(&part("This post is false.")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (again, _) = bluesky.post(&part("This post is false.")).await.unwrap();
+    let (edited, _) = bluesky.post(&part("This post is false!")).await.unwrap();
+    assert_eq!(first, again);
+    assert_eq!(
+        first, edited,
+        "a different text for the same part still finds the first record"
+    );
+    assert!(url.unwrap().starts_with("https://bsky.app/profile/"));
+    let records = alice.records_of(&me.did).await;
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["value"]["text"], "This post is false.");
+    assert_eq!(records[0]["value"]["reply"]["root"]["uri"], json!(post.uri));
+}
+
+/// An author whose profile text says `#nobot` is not checked, even when someone else asks; the
+/// daemon reads the profile (a post view carries none) and says why in its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_by_a_nobot_author_is_not_checked() {
+    let Some(net) = Network::shared() else { return };
+    let bot = start_bot(net, "This post is false.", None).await;
+    let alice = net.account("alice").await;
+    let bob = net.account("bob").await;
+    let profile = json!({"$type": "app.bsky.actor.profile", "description": "Writer. No bots please #NoBot"});
+    let put = alice
+        .call(
+            "com.atproto.repo.putRecord",
+            json!({"repo": alice.did, "collection": "app.bsky.actor.profile", "rkey": "self", "record": profile}),
+        )
+        .await;
+    assert!(put["uri"].is_string(), "{put}");
+    let post = alice.post("The Moon is made of cheese", None, json!([]), None).await;
+    // Wait until the AppView shows the profile text, then ask.
+    for _ in 0..50 {
+        let p = bob.get("app.bsky.actor.getProfile", &[("actor", &alice.did)]).await;
+        if p["description"].as_str().is_some_and(|d| d.contains("#NoBot")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    bob.mention(&bot.user, "is this true?", &post, &post).await;
+    wait_for_log(&bot.daemon, "job skipped reason=\"nobot\"").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        bob.records_of(&bot.user.did).await.is_empty(),
+        "{}",
+        bot.daemon.log_text()
+    );
+    assert_eq!(bot.llm.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// `musebot check` reads a Bluesky post by its bsky.app link and by its at:// URI (through the
+/// bot's account), and posts nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reads_a_bsky_app_link_and_an_at_uri() {
+    let Some(net) = Network::shared() else { return };
+    let bot = net.account("musebot").await;
+    let alice = net.account("alice").await;
+    let post = alice
+        .post("Bananas are blue, says a study", None, json!([]), None)
+        .await;
+    let llm = ScriptedLlm::start(Script::reply("This post is false. Bananas are yellow.")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = bluesky_config(
+        &dir.path().join("state"),
+        &net.pds,
+        &bot,
+        &dir.path().join("app-password"),
+        &llm.base_url,
+        free_port(),
+        None,
+        "",
+    );
+    let cfg_path = dir.path().join("bot-config.toml");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let rkey = post.uri.rsplit('/').next().unwrap();
+    for reference in [
+        format!("https://bsky.app/profile/{}/post/{rkey}", alice.handle),
+        post.uri.clone(),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+            .args(["check", "--config"])
+            .arg(&cfg_path)
+            .arg(&reference)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{reference}: {stdout}\n{stderr}");
+        assert!(stdout.contains("Bananas are blue, says a study"), "{stdout}");
+        assert!(stdout.contains(&alice.handle), "{stdout}");
+    }
+    assert!(alice.records_of(&bot.did).await.is_empty(), "check posts nothing");
+}

@@ -1,0 +1,435 @@
+//! The reference AT Protocol network (`@atproto/dev-env` 0.6.7: PLC + PDS + AppView on the
+//! machine's PostgreSQL and Redis, installed by `scripts/setup-bluesky.sh`), one per test
+//! binary, every listener on 127.0.0.1 (checked); accounts, posts and reads over its XRPC API.
+//! The network stops (and drops its schemas) when the test binary exits and its stdin closes.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// A running network.
+pub struct Network {
+    pub pds: String,
+    pub appview: Option<String>,
+    pub pid: u32,
+    _child: Mutex<(Child, ChildStdin)>,
+}
+
+static FULL: OnceLock<Option<Network>> = OnceLock::new();
+static NO_APPVIEW: OnceLock<Option<Network>> = OnceLock::new();
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// `bluesky.env` from `scripts/setup-bluesky.sh`, or `None` with a "skipped" line — under
+/// `CI=true` its absence fails the test instead.
+fn env() -> Option<std::collections::HashMap<String, String>> {
+    let cache = std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| {
+        let base = std::env::var("XDG_CACHE_HOME")
+            .unwrap_or_else(|_| format!("{}/.cache", std::env::var("HOME").unwrap_or_default()));
+        format!("{base}/musebot")
+    });
+    let path = Path::new(&cache).join("bluesky.env");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(
+            text.lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        Err(_) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!(
+                "{} is missing: under CI=true a test fails instead of skipping (run scripts/setup-bluesky.sh)",
+                path.display()
+            )
+        }
+        Err(_) => {
+            eprintln!("skipped: {} is absent (run scripts/setup-bluesky.sh)", path.display());
+            None
+        }
+    }
+}
+
+impl Network {
+    /// The shared PDS + AppView network (`None`: skipped, see [`env`]).
+    pub fn shared() -> Option<&'static Network> {
+        FULL.get_or_init(|| env().map(|e| Network::start(&e, false))).as_ref()
+    }
+
+    /// The shared PDS without an AppView.
+    pub fn shared_no_appview() -> Option<&'static Network> {
+        NO_APPVIEW
+            .get_or_init(|| env().map(|e| Network::start(&e, true)))
+            .as_ref()
+    }
+
+    fn start(env: &std::collections::HashMap<String, String>, no_appview: bool) -> Network {
+        let dir = Path::new(&env["MUSEBOT_BLUESKY_DIR"]);
+        let mut cmd = Command::new(&env["MUSEBOT_NODE"]);
+        cmd.current_dir(dir)
+            .arg("--require")
+            .arg(dir.join("loopback.cjs"))
+            .arg(dir.join("network.mjs"));
+        if no_appview {
+            cmd.arg("--no-appview");
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the Bluesky network (node)");
+        let stdin = child.stdin.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("network output");
+        let ready: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("network did not start ({e}): {line:?}"));
+        let net = Network {
+            pds: ready["pds"].as_str().unwrap().to_string(),
+            appview: ready["appview"].as_str().map(str::to_string),
+            pid: child.id(),
+            _child: Mutex::new((child, stdin)),
+        };
+        net.assert_loopback_only();
+        net
+    }
+
+    /// Every socket the network listens on is bound to a loopback address.
+    pub fn assert_loopback_only(&self) {
+        let out = Command::new("ss").args(["-ltnpH"]).output().expect("ss");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mine: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains(&format!("pid={},", self.pid)))
+            .collect();
+        assert!(!mine.is_empty(), "the network listens on nothing? {text}");
+        for l in mine {
+            let local = l.split_whitespace().nth(3).unwrap_or("");
+            assert!(
+                local.starts_with("127.0.0.1:") || local.starts_with("[::1]:"),
+                "a listener of the Bluesky network is not on loopback: {l}"
+            );
+        }
+    }
+
+    /// A new account with a unique handle (`{name}-{n}.test`) and an app password.
+    pub async fn account(&self, name: &str) -> User {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let handle = format!("{name}-{}-{n}.test", std::process::id());
+        let password = format!("pw-{handle}");
+        let http = reqwest::Client::new();
+        let created: Value = http
+            .post(format!("{}/xrpc/com.atproto.server.createAccount", self.pds))
+            .json(&json!({"handle": handle, "email": format!("{handle}@test.invalid"), "password": password}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let jwt = created["accessJwt"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{created}"))
+            .to_string();
+        let app: Value = http
+            .post(format!("{}/xrpc/com.atproto.server.createAppPassword", self.pds))
+            .bearer_auth(&jwt)
+            .json(&json!({"name": "musebot"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        User {
+            pds: self.pds.clone(),
+            did: created["did"].as_str().unwrap().to_string(),
+            handle,
+            jwt,
+            app_password: app["password"].as_str().unwrap().to_string(),
+            http,
+        }
+    }
+}
+
+/// A strong reference to a record.
+#[derive(Debug, Clone)]
+pub struct Ref {
+    pub uri: String,
+    pub cid: String,
+}
+
+impl Ref {
+    fn json(&self) -> Value {
+        json!({"uri": self.uri, "cid": self.cid})
+    }
+}
+
+/// An account on the network.
+pub struct User {
+    pub pds: String,
+    pub did: String,
+    pub handle: String,
+    pub jwt: String,
+    pub app_password: String,
+    http: reqwest::Client,
+}
+
+impl User {
+    /// Calls a procedure as this user; returns the answer (errors included) as JSON.
+    pub async fn call(&self, nsid: &str, body: Value) -> Value {
+        let resp = self
+            .http
+            .post(format!("{}/xrpc/{nsid}", self.pds))
+            .bearer_auth(&self.jwt)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        resp.json().await.unwrap_or(Value::Null)
+    }
+
+    /// A query as this user.
+    pub async fn get(&self, nsid: &str, params: &[(&str, &str)]) -> Value {
+        self.http
+            .get(format!("{}/xrpc/{nsid}", self.pds))
+            .bearer_auth(&self.jwt)
+            .query(params)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap_or(Value::Null)
+    }
+
+    /// Creates a record (`validate: false` lets tests write malformed ones).
+    pub async fn create(&self, record: Value, validate: bool) -> Ref {
+        let r = self
+            .call(
+                "com.atproto.repo.createRecord",
+                json!({"repo": self.did, "collection": "app.bsky.feed.post", "record": record, "validate": validate}),
+            )
+            .await;
+        Ref {
+            uri: r["uri"]
+                .as_str()
+                .unwrap_or_else(|| panic!("createRecord: {r}"))
+                .to_string(),
+            cid: r["cid"].as_str().unwrap().to_string(),
+        }
+    }
+
+    /// Posts `text` (with `facets` and `embed` when given), as a reply under `parent` (root
+    /// taken from it) when given.
+    pub async fn post(&self, text: &str, parent: Option<(&Ref, &Ref)>, facets: Value, embed: Option<Value>) -> Ref {
+        let mut record = json!({
+            "$type": "app.bsky.feed.post",
+            "text": text,
+            "createdAt": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "langs": ["en"],
+        });
+        if facets.as_array().is_some_and(|f| !f.is_empty()) {
+            record["facets"] = facets;
+        }
+        if let Some((root, parent)) = parent {
+            record["reply"] = json!({"root": root.json(), "parent": parent.json()});
+        }
+        if let Some(e) = embed {
+            record["embed"] = e;
+        }
+        self.create(record, true).await
+    }
+
+    /// A reply under `parent` that mentions `who` (a mention facet with their DID).
+    pub async fn mention(&self, who: &User, words: &str, root: &Ref, parent: &Ref) -> Ref {
+        let text = format!("@{} {words}", who.handle);
+        let facets = json!([{
+            "index": {"byteStart": 0, "byteEnd": 1 + who.handle.len()},
+            "features": [{"$type": "app.bsky.richtext.facet#mention", "did": who.did}],
+        }]);
+        self.post(&text, Some((root, parent)), facets, None).await
+    }
+
+    /// Uploads an image; returns the blob ref.
+    pub async fn upload(&self, bytes: Vec<u8>, mime: &str) -> Value {
+        let r: Value = self
+            .http
+            .post(format!("{}/xrpc/com.atproto.repo.uploadBlob", self.pds))
+            .bearer_auth(&self.jwt)
+            .header("content-type", mime)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        r["blob"].clone()
+    }
+
+    /// The posts in `did`'s repo (newest first), read from the PDS itself.
+    pub async fn records_of(&self, did: &str) -> Vec<Value> {
+        let r = self
+            .get(
+                "com.atproto.repo.listRecords",
+                &[("repo", did), ("collection", "app.bsky.feed.post"), ("limit", "100")],
+            )
+            .await;
+        r["records"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until `did` has at least `n` posts on the PDS (or `timeout`), returns them
+    /// oldest first.
+    pub async fn wait_for_records(&self, did: &str, n: usize, timeout: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut r = self.records_of(did).await;
+            if r.len() >= n || Instant::now() > deadline {
+                r.reverse();
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// The AppView's thread under `uri` (`getPostThread`), once `pred` holds or `timeout` passes.
+    pub async fn thread_when(&self, uri: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let t = self
+                .get("app.bsky.feed.getPostThread", &[("uri", uri), ("depth", "10")])
+                .await;
+            if pred(&t) || Instant::now() > deadline {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+}
+
+/// A daemon config serving `bot` on the network (and Mastodon at `mastodon`, when given); the
+/// app password is read from `password_file`.
+#[allow(clippy::too_many_arguments)]
+pub fn bluesky_config(
+    state_dir: &Path,
+    service: &str,
+    bot: &User,
+    password_file: &Path,
+    llm_base: &str,
+    health_port: u16,
+    mastodon: Option<&str>,
+    extra: &str,
+) -> String {
+    let pipeline = if extra.contains("[search]") { "muse" } else { "baseline" };
+    let mastodon = match mastodon {
+        Some(base) => format!(
+            "[mastodon]\nbase_url = \"{base}\"\naccess_token_env = \"MUSEBOT_TEST_MASTODON_TOKEN\"\nreconnect_max_secs = 2\nmax_retries = 6\n"
+        ),
+        None => "[mastodon]\nenabled = false\n".to_string(),
+    };
+    std::fs::write(password_file, &bot.app_password).unwrap();
+    format!(
+        r#"
+[daemon]
+state_dir = "{}"
+shutdown_grace_secs = 5
+pipeline = "{pipeline}"
+
+[http]
+listen = "127.0.0.1:{health_port}"
+
+[llm]
+base_url = "{llm_base}"
+model = "test"
+timeout_secs = 60
+max_retries = 4
+
+{mastodon}
+[bluesky]
+enabled = true
+service = "{}"
+identifier = "{}"
+app_password_file = "{}"
+poll_secs = 1
+reconnect_max_secs = 2
+max_retries = 6
+{extra}
+"#,
+        state_dir.display(),
+        service,
+        bot.handle,
+        password_file.display()
+    )
+}
+
+/// An HTTP proxy in front of the PDS that holds every `putRecord` for `delay` (so a test can
+/// kill the daemon between two parts of a thread). The daemon's `bluesky.service` points here.
+pub struct SlowPds {
+    pub base: String,
+}
+
+impl SlowPds {
+    pub async fn start(pds: &str, delay: Duration) -> SlowPds {
+        use axum::body::Bytes;
+        use axum::extract::State;
+        use axum::http::{HeaderMap, Method, StatusCode, Uri};
+        use axum::response::IntoResponse;
+        #[derive(Clone)]
+        struct Upstream {
+            base: String,
+            http: reqwest::Client,
+            delay: Duration,
+        }
+        async fn forward(
+            State(up): State<Upstream>,
+            method: Method,
+            uri: Uri,
+            headers: HeaderMap,
+            body: Bytes,
+        ) -> impl IntoResponse {
+            if uri.path().ends_with("com.atproto.repo.putRecord") {
+                tokio::time::sleep(up.delay).await;
+            }
+            let url = format!("{}{}", up.base, uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+            let mut req = up
+                .http
+                .request(reqwest::Method::from_bytes(method.as_str().as_bytes()).unwrap(), url)
+                .body(body);
+            for name in ["authorization", "content-type"] {
+                if let Some(v) = headers.get(name) {
+                    req = req.header(name, v.to_str().unwrap_or_default());
+                }
+            }
+            match req.send().await {
+                Ok(resp) => {
+                    let status = StatusCode::from_u16(resp.status().as_u16()).unwrap();
+                    let ctype = resp
+                        .headers()
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("application/json")
+                        .to_string();
+                    let bytes = resp.bytes().await.unwrap_or_default();
+                    (status, [("content-type", ctype)], bytes.to_vec()).into_response()
+                }
+                Err(_) => StatusCode::BAD_GATEWAY.into_response(),
+            }
+        }
+        let state = Upstream {
+            base: pds.trim_end_matches('/').to_string(),
+            http: reqwest::Client::new(),
+            delay,
+        };
+        let app = axum::Router::new().fallback(forward).with_state(state);
+        let addr = super::web::serve(app).await;
+        SlowPds {
+            base: format!("http://{addr}"),
+        }
+    }
+}
