@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::bluesky::{bluesky_config, Network, User};
+use common::bluesky::{bluesky_config, Network, SlowPds, User};
 use common::*;
 use serde_json::{json, Value};
 use unicode_segmentation::UnicodeSegmentation;
@@ -466,4 +466,42 @@ async fn check_reads_a_bsky_app_link_and_an_at_uri() {
         assert!(stdout.contains(&alice.handle), "{stdout}");
     }
     assert!(alice.records_of(&bot.did).await.is_empty(), "check posts nothing");
+}
+
+/// Bluesky's 429 on a write (`ratelimit-reset` two seconds ahead) is waited out and retried:
+/// the reply is posted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_write_is_retried_after_its_reset() {
+    let Some(net) = Network::shared() else { return };
+    let user = net.account("musebot").await;
+    let proxy = SlowPds::start(&net.pds, Duration::ZERO).await;
+    proxy.refuse_puts.store(2, std::sync::atomic::Ordering::SeqCst);
+    let llm = ScriptedLlm::start(Script::reply("This post is false.")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = bluesky_config(
+        &dir.path().join("state"),
+        &proxy.base,
+        &user,
+        &dir.path().join("app-password"),
+        &llm.base_url,
+        port,
+        None,
+        "",
+    );
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    wait_for_log(&daemon, "starting from now").await;
+    // The bot label written at start-up met those refusals (and waited them out): refuse the
+    // reply's first two writes too.
+    proxy.refuse_puts.store(2, std::sync::atomic::Ordering::SeqCst);
+    let alice = net.account("alice").await;
+    let post = alice.post("Bananas are blue", None, json!([]), None).await;
+    alice.mention(&user, "true?", &post, &post).await;
+    alice.wait_for_records(&user.did, 1, Duration::from_secs(40)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let log = daemon.log_text();
+    assert_eq!(proxy.refuse_puts.load(std::sync::atomic::Ordering::SeqCst), 0, "{log}");
+    assert_eq!(alice.records_of(&user.did).await.len(), 1, "{log}");
+    assert!(log.contains("RateLimitExceeded") && log.contains("retrying"), "{log}");
 }

@@ -19,16 +19,35 @@ process.env.REDIS_HOST = process.env.REDIS_HOST || '127.0.0.1:6379';
 const letters = (n) => String(n).replace(/[0-9]/g, (d) => 'abcdefghij'[d]);
 const schema = `musebot_${letters(process.pid)}_${letters(Date.now())}`;
 
-async function dropSchemas() {
+// Drops this run's schemas, or (`stale`) those of earlier runs whose process is gone (a run
+// killed before it could clean up).
+async function dropSchemas(stale = false) {
   if (noAppView) return;
   const client = new pg.Client({ connectionString: dbUrl });
   try {
     await client.connect();
-    for (const s of [`appview_${schema}`, `bsync_${schema}`]) {
+    let names = [`appview_${schema}`, `bsync_${schema}`, `ozone_${schema}`];
+    if (stale) {
+      const found = await client.query(
+        "SELECT nspname FROM pg_namespace WHERE nspname ~ '^(appview|bsync|ozone)_musebot_[a-j]+_[a-j]+$'",
+      );
+      names = found.rows
+        .map((r) => r.nspname)
+        .filter((n) => {
+          const pid = Number(n.split('_')[2].replace(/[a-j]/g, (c) => String(c.charCodeAt(0) - 97)));
+          try {
+            process.kill(pid, 0);
+            return false;
+          } catch {
+            return true;
+          }
+        });
+    }
+    for (const s of names) {
       await client.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
     }
   } catch (e) {
-    console.error(`network: could not drop schemas of ${schema}: ${e.message}`);
+    console.error(`network: could not drop schemas: ${e.message}`);
   } finally {
     await client.end().catch(() => {});
   }
@@ -56,6 +75,7 @@ process.stdin.on('end', () => stop(0));
 process.stdin.on('close', () => stop(0));
 process.stdin.resume();
 
+await dropSchemas(true);
 try {
   network = noAppView
     ? await TestNetworkNoAppView.create({})

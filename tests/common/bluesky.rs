@@ -298,6 +298,18 @@ impl User {
         }
     }
 
+    /// Waits until the AppView shows the post at `uri` (it indexes from the PDS's firehose).
+    pub async fn wait_indexed(&self, uri: &str) {
+        for _ in 0..100 {
+            let r = self.get("app.bsky.feed.getPosts", &[("uris", uri)]).await;
+            if r["posts"].as_array().is_some_and(|p| !p.is_empty()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the AppView never indexed {uri}");
+    }
+
     /// The AppView's thread under `uri` (`getPostThread`), once `pred` holds or `timeout` passes.
     pub async fn thread_when(&self, uri: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + timeout;
@@ -369,9 +381,12 @@ max_retries = 6
 }
 
 /// An HTTP proxy in front of the PDS that holds every `putRecord` for `delay` (so a test can
-/// kill the daemon between two parts of a thread). The daemon's `bluesky.service` points here.
+/// kill the daemon between two parts of a thread), and answers the next `refuse_puts` of them
+/// with Bluesky's 429 (`RateLimitExceeded`, `ratelimit-reset` 2 s ahead, epoch seconds). The
+/// daemon's `bluesky.service` points here.
 pub struct SlowPds {
     pub base: String,
+    pub refuse_puts: std::sync::Arc<AtomicUsize>,
 }
 
 impl SlowPds {
@@ -385,6 +400,7 @@ impl SlowPds {
             base: String,
             http: reqwest::Client,
             delay: Duration,
+            refuse: std::sync::Arc<AtomicUsize>,
         }
         async fn forward(
             State(up): State<Upstream>,
@@ -395,6 +411,23 @@ impl SlowPds {
         ) -> impl IntoResponse {
             if uri.path().ends_with("com.atproto.repo.putRecord") {
                 tokio::time::sleep(up.delay).await;
+                let refused = up
+                    .refuse
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                if refused {
+                    let reset = (chrono::Utc::now().timestamp() + 2).to_string();
+                    let body = r#"{"error":"RateLimitExceeded","message":"Rate Limit Exceeded"}"#;
+                    return (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        [
+                            ("content-type", "application/json".to_string()),
+                            ("ratelimit-reset", reset),
+                        ],
+                        body.as_bytes().to_vec(),
+                    )
+                        .into_response();
+                }
             }
             let url = format!("{}{}", up.base, uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
             let mut req = up
@@ -421,15 +454,18 @@ impl SlowPds {
                 Err(_) => StatusCode::BAD_GATEWAY.into_response(),
             }
         }
+        let refuse_puts = std::sync::Arc::new(AtomicUsize::new(0));
         let state = Upstream {
             base: pds.trim_end_matches('/').to_string(),
             http: reqwest::Client::new(),
             delay,
+            refuse: refuse_puts.clone(),
         };
         let app = axum::Router::new().fallback(forward).with_state(state);
         let addr = super::web::serve(app).await;
         SlowPds {
             base: format!("http://{addr}"),
+            refuse_puts,
         }
     }
 }

@@ -392,3 +392,46 @@ struct Record {
     cid: String,
     value: serde_json::Value,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(status: u16, name: &str, retry_after: Option<Duration>) -> XrpcError {
+        XrpcError::Status {
+            status,
+            what: "putRecord",
+            error: name.into(),
+            message: "m".into(),
+            retry_after,
+        }
+    }
+
+    #[test]
+    fn a_long_rate_limit_parks_the_job_and_errors_map_by_name() {
+        // Bluesky's 429 carries `ratelimit-reset` (epoch seconds): an hour away parks the job.
+        match PlatformError::from(status(429, "RateLimitExceeded", Some(Duration::from_secs(3600)))) {
+            PlatformError::RateLimited { until, .. } => {
+                let wait = until - chrono::Utc::now();
+                assert!(wait > chrono::Duration::minutes(59), "{wait}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            PlatformError::from(status(429, "RateLimitExceeded", Some(Duration::from_secs(5)))),
+            PlatformError::Transient(_)
+        ));
+        assert!(matches!(
+            PlatformError::from(status(400, "RecordNotFound", None)),
+            PlatformError::Gone(_)
+        ));
+        assert!(matches!(
+            PlatformError::from(status(400, "AccountTakedown", None)),
+            PlatformError::Fatal(_)
+        ));
+        assert!(matches!(
+            PlatformError::from(status(502, "Unknown", None)),
+            PlatformError::Transient(_)
+        ));
+    }
+}
