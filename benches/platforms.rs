@@ -5,7 +5,8 @@
 //! both at the same moment and times until the bot's first part is readable — on the mock's
 //! REST API and on the PDS (`listRecords`), polled every 20 ms. The shipped defaults first
 //! (Mastodon: streaming; Bluesky: notifications polled every 5 s), then Bluesky polled every
-//! second, printed as a changed setting.
+//! second, printed as a changed setting. Rounds start after a random pause (seeded), so a
+//! mention lands at a random point of the poll cycle.
 //!
 //! Arguments: [N] rounds per run (default 10).
 
@@ -84,7 +85,12 @@ async fn run(net: &'static Network, rounds: usize, poll: Option<u64>) -> ((f64, 
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (mut on_mastodon, mut on_bluesky) = (Vec::new(), Vec::new());
+    // A random pause before each round, so mentions land at random points of the poll cycle
+    // (back-to-back rounds would each wait a whole cycle).
+    let cycle = poll.unwrap_or(5) * 1000;
+    let mut rng = fastrand::Rng::with_seed(7);
     for round in 0..rounds {
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..cycle))).await;
         let claim = format!("Bananas are blue, round {round}");
         let target = mock.post(ALICE_TOKEN, &claim, None).await;
         let post = alice.post(&claim, None, json!([]), None).await;

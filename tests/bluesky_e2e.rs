@@ -185,7 +185,11 @@ async fn a_mention_gets_a_thread_under_it_with_facets_and_nobody_else_does() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     let after_all = bob.records_of(&bot.user.did).await;
     assert_eq!(after_all.len(), n + 1, "one pointer, nothing for Dave: {after_all:#?}");
-    let pointer = &after[n]["value"];
+    // The pointer's facets as the AppView returns them.
+    let pointer_uri = after[n]["uri"].as_str().unwrap().to_string();
+    bob.wait_indexed(&pointer_uri).await;
+    let viewed = bob.get("app.bsky.feed.getPosts", &[("uris", &pointer_uri)]).await;
+    let pointer = &viewed["posts"][0]["record"];
     let link = pointer["facets"]
         .as_array()
         .and_then(|f| {
@@ -504,4 +508,69 @@ async fn a_rate_limited_write_is_retried_after_its_reset() {
     assert_eq!(proxy.refuse_puts.load(std::sync::atomic::Ordering::SeqCst), 0, "{log}");
     assert_eq!(alice.records_of(&user.did).await.len(), 1, "{log}");
     assert!(log.contains("RateLimitExceeded") && log.contains("retrying"), "{log}");
+}
+
+/// `bluesky.mode = "firehose"` on a PDS without an AppView (`TestNetworkNoAppView`): the mention
+/// is read from the repository firehose, the post from its repo, and the reply threads under
+/// the mention; after a `kill -9` the daemon resumes from its firehose cursor — the first
+/// mention is not answered again, a new one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn firehose_mode_answers_a_mention_without_an_appview() {
+    let Some(net) = Network::shared_no_appview() else {
+        return;
+    };
+    assert!(net.appview.is_none());
+    let user = net.account("musebot").await;
+    let llm = ScriptedLlm::start(Script::reply("This post is false.")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = bluesky_config(
+        &dir.path().join("state"),
+        &net.pds,
+        &user,
+        &dir.path().join("app-password"),
+        &llm.base_url,
+        port,
+        None,
+        "mode = \"firehose\"\n",
+    );
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    wait_for_log(&daemon, "bluesky firehose connected").await;
+    let alice = net.account("alice").await;
+    let bob = net.account("bob").await;
+    let post = alice
+        .post(
+            "The Moon is made of cheese https://example.com/moon",
+            None,
+            json!([]),
+            None,
+        )
+        .await;
+    let ask = bob.mention(&user, "is this true?", &post, &post).await;
+    let posted = bob.wait_for_records(&user.did, 1, Duration::from_secs(40)).await;
+    assert_eq!(posted.len(), 1, "{}", daemon.log_text());
+    let reply = &posted[0]["value"];
+    assert_eq!(reply["reply"]["parent"]["uri"], json!(ask.uri));
+    assert_eq!(reply["reply"]["root"]["uri"], json!(post.uri));
+    assert_eq!(reply["facets"][0]["features"][0]["did"], json!(bob.did), "{reply}");
+    let prompt = serde_json::to_string(&*llm.requests.lock().unwrap()).unwrap();
+    assert!(prompt.contains("The Moon is made of cheese"), "{prompt}");
+
+    daemon.kill9();
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    wait_for_log(&daemon, "bluesky firehose connected").await;
+    let second = bob.mention(&user, "and now?", &post, &post).await;
+    let posted = bob.wait_for_records(&user.did, 2, Duration::from_secs(40)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let all = bob.records_of(&user.did).await;
+    assert_eq!(
+        all.len(),
+        2,
+        "the first mention is not answered again: {all:#?}\n{}",
+        daemon.log_text()
+    );
+    assert_eq!(posted[1]["value"]["reply"]["parent"]["uri"], json!(second.uri));
+    assert!(!daemon.log_text().contains("cursor=live"), "{}", daemon.log_text());
 }

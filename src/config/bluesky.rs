@@ -17,7 +17,8 @@ pub struct BlueskyConfig {
     pub app_password_env: String,
     /// File holding the app password (wins over `app_password_env` when set).
     pub app_password_file: String,
-    /// How mentions are read: "notifications" (`listNotifications`, needs an AppView).
+    /// How mentions are read: "notifications" (`listNotifications`, needs an AppView) or
+    /// "firehose" (`subscribeRepos` on the PDS itself, no AppView needed).
     pub mode: BlueskyMode,
     /// Seconds between two notification polls.
     pub poll_secs: u64,
@@ -47,6 +48,9 @@ pub struct BlueskyConfig {
 pub enum BlueskyMode {
     /// `app.bsky.notification.listNotifications`, polled, with a persisted cursor.
     Notifications,
+    /// The PDS's repository firehose (`com.atproto.sync.subscribeRepos`), for a PDS without an
+    /// AppView: posts are read from the repos, never through `app.bsky.*`.
+    Firehose,
 }
 
 impl Default for BlueskyConfig {
@@ -104,7 +108,7 @@ mod tests {
             none.contains("mastodon.enabled: is false and no other platform is enabled"),
             "{none}"
         );
-        match Config::parse("[bluesky]\nmode = \"firehose\"\n") {
+        match Config::parse("[bluesky]\nmode = \"jetstream\"\n") {
             Err(ConfigError::Parse(p)) => assert!(p.to_string().starts_with("bluesky.mode"), "{p}"),
             other => panic!("{other:?}"),
         }

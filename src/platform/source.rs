@@ -7,15 +7,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::intake::Intake;
 use crate::model::PlatformKind;
-use crate::platform::bluesky::source::BlueskySource;
+use crate::platform::bluesky::Listener;
 use crate::platform::mastodon::stream::MastodonSource;
 
 /// A running listener. Closed: a new source is a new variant.
 pub enum Source {
     /// Mentions over the streaming API, with REST catch-up from the cursor.
     Mastodon(MastodonSource),
-    /// Mentions and replies from Bluesky's notifications, polled from the cursor.
-    Bluesky(BlueskySource),
+    /// Mentions and replies from Bluesky's notifications (polled) or its firehose.
+    Bluesky(Listener),
 }
 
 impl Source {

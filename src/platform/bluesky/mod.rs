@@ -9,6 +9,7 @@
 //! same record for an identical write and `InvalidSwap` for a different one, which is then
 //! read back — instead of posting the part twice.
 
+pub mod firehose;
 pub mod records;
 pub mod richtext;
 pub mod source;
@@ -22,12 +23,13 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::compose::TextLimits;
-use crate::config::BlueskyConfig;
+use crate::config::{BlueskyConfig, BlueskyMode};
 use crate::model::{Post, Trigger};
 use crate::platform::{Part, PlatformError};
 use crate::retry::Transient;
 use crate::secret::Secret;
 use crate::store::Store;
+use firehose::FirehoseSource;
 use records::BotId;
 use source::BlueskySource;
 use xrpc::{Login, Xrpc, XrpcError, CREATE_POINTS};
@@ -43,6 +45,24 @@ pub struct Bluesky {
     refs: Arc<Mutex<HashMap<String, Ref>>>,
     /// Handle → DID, for mention facets.
     dids: Arc<Mutex<HashMap<String, String>>>,
+    /// Posts are read through the AppView (`app.bsky.*`); without one (firehose mode), from
+    /// the repos on the PDS.
+    appview: bool,
+}
+
+/// What listens for mentions: notifications (through the AppView) or the PDS's firehose.
+pub enum Listener {
+    Notifications(BlueskySource),
+    Firehose(FirehoseSource),
+}
+
+impl Listener {
+    pub async fn run(self, intake: crate::intake::Intake, stop: tokio_util::sync::CancellationToken) {
+        match self {
+            Listener::Notifications(s) => s.run(intake, stop).await,
+            Listener::Firehose(s) => s.run(intake, stop).await,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -85,7 +105,7 @@ impl Bluesky {
         config: &BlueskyConfig,
         password: Secret,
         store: Option<Store>,
-    ) -> Result<(Bluesky, BlueskySource), PlatformError> {
+    ) -> Result<(Bluesky, Listener), PlatformError> {
         let xrpc = Xrpc::new(config, password, store).map_err(PlatformError::from)?;
         let how = xrpc.login().await.map_err(|e| match e.status() {
             Some(400..=403) if !e.is_transient() => PlatformError::Fatal(format!(
@@ -101,17 +121,26 @@ impl Bluesky {
             bot: bot.clone(),
             refs: Arc::default(),
             dids: Arc::default(),
+            appview: config.mode == BlueskyMode::Notifications,
         };
         if config.set_bot_label {
             if let Err(e) = me.label_as_bot().await {
                 tracing::warn!(error = %e, "could not put the bot self-label on the profile; add it in the app's settings");
             }
         }
-        let source = BlueskySource {
-            xrpc,
-            bot,
-            poll: Duration::from_secs(config.poll_secs),
-            reconnect_max: Duration::from_secs(config.reconnect_max_secs),
+        let reconnect_max = Duration::from_secs(config.reconnect_max_secs);
+        let source = match config.mode {
+            BlueskyMode::Notifications => Listener::Notifications(BlueskySource {
+                xrpc,
+                bot,
+                poll: Duration::from_secs(config.poll_secs),
+                reconnect_max,
+            }),
+            BlueskyMode::Firehose => Listener::Firehose(FirehoseSource {
+                xrpc,
+                bot,
+                reconnect_max,
+            }),
         };
         Ok((me, source))
     }
@@ -138,6 +167,9 @@ impl Bluesky {
     /// thread's gate keeps the bot from replying there, the job ends here.
     pub async fn resolve(&self, trigger: &Trigger) -> Result<Post, PlatformError> {
         let target = trigger.target_id().to_string();
+        if !self.appview {
+            return self.post_from_repo(&target).await;
+        }
         let mut uris = vec![target.clone()];
         if trigger.status_id != target {
             uris.push(trigger.status_id.clone());
@@ -183,6 +215,9 @@ impl Bluesky {
             self.did_of(&repo).await?
         };
         let uri = format!("at://{did}/{POST}/{rkey}");
+        if !self.appview {
+            return self.post_from_repo(&uri).await;
+        }
         let views = self.posts(std::slice::from_ref(&uri)).await?;
         let view = views
             .first()
@@ -262,6 +297,9 @@ impl Bluesky {
         let (cid, value) = if let Some(rkey) = uri.strip_prefix(&own_prefix) {
             let r = self.own_record(rkey).await?;
             (r.cid, r.value)
+        } else if !self.appview {
+            let r = self.record_at(uri).await?;
+            (r.cid, r.value)
         } else {
             let views = self.posts(&[uri.to_string()]).await?;
             let v = views
@@ -280,6 +318,64 @@ impl Bluesky {
         let r = Ref { cid, root };
         self.refs.lock().expect("refs lock").insert(uri.to_string(), r.clone());
         Ok(r)
+    }
+
+    /// A post read from its repo (no AppView), with its author's handle and `#nobot`.
+    async fn post_from_repo(&self, uri: &str) -> Result<Post, PlatformError> {
+        let record = self.record_at(uri).await?;
+        let did = uri
+            .strip_prefix("at://")
+            .and_then(|r| r.split('/').next())
+            .unwrap_or_default();
+        #[derive(Deserialize)]
+        struct Described {
+            handle: String,
+        }
+        let described: Described = self
+            .xrpc
+            .query(
+                "describeRepo",
+                "com.atproto.repo.describeRepo",
+                &[("repo", did.to_string())],
+            )
+            .await?;
+        let author = records::Author {
+            handle: &described.handle,
+            display_name: None,
+            is_bot: false,
+        };
+        let mut post = records::from_repo(uri, author, &record.value, self.xrpc.service())
+            .map_err(|reason| PlatformError::Gone(format!("{uri}: {reason}")))?;
+        let profile = self.record_at(&format!("at://{did}/app.bsky.actor.profile/self")).await;
+        post.author_nobot = profile
+            .ok()
+            .and_then(|p| {
+                p.value
+                    .get("description")
+                    .and_then(|d| d.as_str())
+                    .map(records::has_nobot)
+            })
+            .unwrap_or(false);
+        Ok(post)
+    }
+
+    /// Any record by its at-URI, from the PDS (`getRecord`).
+    async fn record_at(&self, uri: &str) -> Result<Record, PlatformError> {
+        let mut parts = uri.strip_prefix("at://").unwrap_or(uri).splitn(3, '/');
+        let (repo, collection, rkey) = (
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default(),
+        );
+        let params = [
+            ("repo", repo.to_string()),
+            ("collection", collection.to_string()),
+            ("rkey", rkey.to_string()),
+        ];
+        Ok(self
+            .xrpc
+            .query("getRecord", "com.atproto.repo.getRecord", &params)
+            .await?)
     }
 
     async fn own_record(&self, rkey: &str) -> Result<Record, PlatformError> {

@@ -71,10 +71,27 @@ pub fn trigger_of(item: &serde_json::Value, bot: &BotId) -> Result<Option<Trigge
     }))
 }
 
+/// Who wrote a post, as far as a view or a repo tells.
+pub struct Author<'a> {
+    pub handle: &'a str,
+    pub display_name: Option<&'a str>,
+    pub is_bot: bool,
+}
+
+impl<'a> From<&'a ProfileViewBasic> for Author<'a> {
+    fn from(p: &'a ProfileViewBasic) -> Self {
+        Author {
+            handle: p.handle.as_str(),
+            display_name: p.display_name.as_deref(),
+            is_bot: has_bot_label(p.labels.as_deref()),
+        }
+    }
+}
+
 /// A post view → the post the pipeline reads.
 pub fn to_post(view: &PostView) -> Result<Post, String> {
     let record = post_record(&serde_json::to_value(&view.record).unwrap_or_default())?;
-    let mut post = from_record(&view.uri, &view.author, &record);
+    let mut post = from_record(&view.uri, Author::from(&view.author), &record);
     match &view.embed {
         Some(Union::Refs(e)) => embed_view(&mut post, e),
         Some(Union::Unknown(u)) => {
@@ -85,9 +102,44 @@ pub fn to_post(view: &PostView) -> Result<Post, String> {
     Ok(post)
 }
 
+/// A post read from its repo (no AppView: `bluesky.mode = "firehose"`): the record's own
+/// embed — images as the PDS's `getBlob` URLs with their alt text, the link card's URI; a
+/// quoted post is not read.
+pub fn from_repo(uri: &str, author: Author<'_>, value: &serde_json::Value, service: &str) -> Result<Post, String> {
+    let record = post_record(value)?;
+    let mut post = from_record(uri, author, &record);
+    let did = uri
+        .strip_prefix("at://")
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_default();
+    let blob_url = |image: &embed::images::Image| {
+        let cid = serde_json::to_value(&image.image)
+            .ok()?
+            .pointer("/ref/$link")?
+            .as_str()?
+            .to_string();
+        Some(Media {
+            kind: MediaKind::Image,
+            url: format!("{service}/xrpc/com.atproto.sync.getBlob?did={did}&cid={cid}"),
+            preview_url: None,
+            alt: Some(image.alt.clone()).filter(|a| !a.trim().is_empty()),
+        })
+    };
+    let images = match &record.embed {
+        Some(Union::Refs(RecordEmbedRefs::AppBskyEmbedImagesMain(m))) => Some(&m.images),
+        Some(Union::Refs(RecordEmbedRefs::AppBskyEmbedRecordWithMediaMain(m))) => match &m.media {
+            Union::Refs(embed::record_with_media::MainMediaRefs::AppBskyEmbedImagesMain(i)) => Some(&i.images),
+            _ => None,
+        },
+        _ => None,
+    };
+    post.media.extend(images.into_iter().flatten().filter_map(blob_url));
+    Ok(post)
+}
+
 /// The fields a record gives, without the AppView's rendering of its embed.
-fn from_record(uri: &str, author: &ProfileViewBasic, record: &RecordData) -> Post {
-    let handle = author.handle.as_str().to_string();
+fn from_record(uri: &str, author: Author<'_>, record: &RecordData) -> Post {
+    let handle = author.handle.to_string();
     let created_at = parse_time(record.created_at.as_str()).unwrap_or_else(Utc::now);
     let mut links = Vec::new();
     let mut mentions = Vec::new();
@@ -113,8 +165,8 @@ fn from_record(uri: &str, author: &ProfileViewBasic, record: &RecordData) -> Pos
         id: uri.to_string(),
         url: web_url(uri, &handle),
         author: handle,
-        author_display_name: author.display_name.clone().unwrap_or_default(),
-        author_is_bot: has_bot_label(author.labels.as_deref()),
+        author_display_name: author.display_name.unwrap_or_default().to_string(),
+        author_is_bot: author.is_bot,
         author_nobot: false,
         text: record.text.clone(),
         created_at,
@@ -181,7 +233,7 @@ fn quoted(v: &embed::record::View) -> Option<Post> {
         return None;
     };
     let record = post_record(&serde_json::to_value(&r.value).ok()?).ok()?;
-    Some(from_record(&r.uri, &r.author, &record))
+    Some(from_record(&r.uri, Author::from(&r.author), &record))
 }
 
 /// Reads a post record and checks it against the lexicon's limits.
