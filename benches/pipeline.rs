@@ -103,6 +103,9 @@ async fn main() {
         embedder: Arc::new(Embedder::load(&relevance).unwrap()),
         relevance,
         before: None,
+        // The posts are text; no image is read.
+        images: None,
+        reverse: None,
     };
     let tokenizer = tokenizers::Tokenizer::from_file(&sandbox["MUSEBOT_EMBED_TOKENIZER"]).unwrap();
     let mut tokenizer = tokenizer;

@@ -21,6 +21,8 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+# OCR of images (the daemon's [images] ocr, and the image tests).
+command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
 if ((${#need[@]})); then
     echo "bootstrap: installing ${need[*]}" >&2
     $SUDO apt-get update -qq

@@ -32,8 +32,38 @@ pub struct CheckReport {
     pub cost_estimate: f64,
 }
 
-pub async fn check(config: &Config, target: &str, before: Option<DateTime<Utc>>) -> anyhow::Result<CheckReport> {
-    let platform = if crate::platform::bluesky::records::parse_post_ref(target).is_some() {
+pub async fn check(
+    config: &Config,
+    target: &str,
+    images: &[String],
+    before: Option<DateTime<Utc>>,
+) -> anyhow::Result<CheckReport> {
+    let platform = if !images.is_empty() {
+        // A caption with its images, as an operator saw them somewhere.
+        let mut post = Post::text_only(
+            "text",
+            "unknown",
+            target,
+            before.unwrap_or_else(Utc::now),
+            Visibility::Public,
+        );
+        for url in images {
+            url::Url::parse(url).map_err(|e| anyhow::anyhow!("--image {url}: not a URL ({e})"))?;
+            post.media.push(crate::model::Media {
+                kind: crate::model::MediaKind::Image,
+                url: url.clone(),
+                preview_url: None,
+                alt: None,
+            });
+        }
+        DryRun::text(
+            post,
+            TextLimits {
+                max_chars: 500,
+                chars_per_url: 23,
+            },
+        )
+    } else if crate::platform::bluesky::records::parse_post_ref(target).is_some() {
         DryRun::bluesky(bluesky_reader(config).await?, target)
     } else if target.starts_with("http://") || target.starts_with("https://") {
         DryRun::url(mastodon_reader(config).await?, target)
@@ -169,14 +199,46 @@ impl CheckReport {
             self.post.text.replace('\n', "\n  ")
         ));
         if let Some(r) = &self.retrieval {
+            for (i, d) in r.images.iter().flatten().enumerate() {
+                out.push_str(&format!("image {} ({}): {}\n", i + 1, d.made_from, d.url));
+                let show = |out: &mut String, name: &str, v: Option<&str>| {
+                    if let Some(v) = v.filter(|v| !v.is_empty()) {
+                        out.push_str(&format!("  {name}: {}\n", v.replace('\n', " / ")));
+                    }
+                };
+                show(&mut out, "not read", d.refused.as_deref());
+                show(&mut out, "alt text", d.alt.as_deref());
+                show(&mut out, "caption", d.caption.as_deref());
+                show(&mut out, "people", Some(&d.people.join(", ")));
+                show(&mut out, "text (OCR)", d.ocr.as_deref());
+                show(&mut out, "vision failed", d.vision_error.as_deref());
+                show(&mut out, "description", d.description.as_deref());
+            }
             out.push_str("queries:\n");
             for q in r.queries.iter().flatten() {
                 out.push_str(&format!("  • {q}\n"));
             }
+            let found_by_image: Vec<&str> = r
+                .candidates
+                .iter()
+                .flatten()
+                .filter(|c| c.query.starts_with("reverse image"))
+                .map(|c| c.url.as_str())
+                .collect();
+            if !found_by_image.is_empty() {
+                out.push_str("found by reverse image search:\n");
+                for u in &found_by_image {
+                    out.push_str(&format!("  ◦ {u}\n"));
+                }
+            }
             out.push_str("pages kept:\n");
             for p in r.pages.iter().flatten() {
+                let picture = p
+                    .image_match
+                    .map(|d| format!(", its main image is the post's picture ({d} bits apart)"))
+                    .unwrap_or_default();
                 out.push_str(&format!(
-                    "  + [{}] {:.2} {}  ({} words)\n",
+                    "  + [{}] {:.2} {}  ({} words{picture})\n",
                     p.tier.as_str(),
                     p.relevance,
                     p.url,

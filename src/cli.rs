@@ -41,6 +41,10 @@ pub enum Command {
         /// Use only what was published before this moment (RFC 3339).
         #[arg(long)]
         before: Option<chrono::DateTime<chrono::Utc>>,
+        /// An image (its URL) the checked text carries, as a post's attachment; repeatable.
+        /// The text is then its caption ("" for an image alone).
+        #[arg(long = "image")]
+        images: Vec<String>,
     },
     /// Show what the bot reads from a page (URL, .html file, or a folder of .html files).
     Extract {
@@ -140,6 +144,7 @@ pub fn main() -> ExitCode {
             config,
             json,
             before,
+            images,
         } => {
             let config = match Config::load(&config) {
                 Ok(c) => c,
@@ -147,7 +152,7 @@ pub fn main() -> ExitCode {
             };
             quiet_logs(&config.log);
             runtime(async move {
-                let report = crate::check::check(&config, &target, before).await?;
+                let report = crate::check::check(&config, &target, &images, before).await?;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&report)?);
                 } else {

@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod extract;
 pub mod fetch;
 pub mod http;
+pub mod image;
 pub mod inspect;
 pub mod intake;
 pub mod llm;

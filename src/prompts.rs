@@ -34,6 +34,9 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "verify_round.user.j2",
     "verify_revise.user.j2",
     "reply_muse.user.j2",
+    "describe_vision.user.j2",
+    "describe_merge.system.j2",
+    "describe_merge.user.j2",
 ];
 
 #[derive(Debug, thiserror::Error)]

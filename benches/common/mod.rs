@@ -1,5 +1,6 @@
 //! What the benchmarks share: the scripted LLM's answers for every step (zero judgement,
 //! realistic shapes) and percentiles.
+#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,9 +3,11 @@
 //! fix. The shipped `bot-config.toml` is the defaults, documented; a test keeps the two equal.
 
 mod bluesky;
+mod images;
 mod validate;
 
 pub use bluesky::{BlueskyConfig, BlueskyMode};
+pub use images::{ImagesConfig, VisionConfig};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -26,6 +28,8 @@ pub struct Config {
     pub fetch: crate::fetch::FetchConfig,
     pub relevance: crate::relevance::RelevanceConfig,
     pub credibility: crate::credibility::load::CredibilityConfig,
+    pub images: ImagesConfig,
+    pub vision: VisionConfig,
     pub mastodon: MastodonConfig,
     pub bluesky: BlueskyConfig,
 }

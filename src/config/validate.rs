@@ -30,6 +30,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         credibility,
         mastodon,
         bluesky,
+        images,
     ] {
         section(c, &mut p);
     }
@@ -378,6 +379,47 @@ fn mastodon(c: &Config, p: &mut Problems) {
         if m.timeout_secs == 0 {
             p.bad("mastodon.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
         }
+    }
+}
+
+/// `[images]` and `[vision]`.
+fn images(c: &Config, p: &mut Problems) {
+    let i = &c.images;
+    if i.max_images > 10 {
+        p.bad(
+            "images.max_images",
+            format!("is {}", i.max_images),
+            "use 0 to 10 (posts carry at most 4)",
+        );
+    }
+    if i.max_bytes < 10_000 {
+        p.bad(
+            "images.max_bytes",
+            format!("is {}", i.max_bytes),
+            "use at least 10000 bytes (10000000 is the default)",
+        );
+    }
+    if i.max_pixels < 10_000 {
+        p.bad(
+            "images.max_pixels",
+            format!("is {}", i.max_pixels),
+            "use at least 10000 (40000000 is the default)",
+        );
+    }
+    if !i.ocr.is_empty() && i.ocr_timeout_secs == 0 {
+        p.bad(
+            "images.ocr_timeout_secs",
+            "is 0".into(),
+            "use a positive number, e.g. 20",
+        );
+    }
+    if !c.vision.base_url.is_empty() {
+        check_url(
+            p,
+            "vision.base_url",
+            &c.vision.base_url,
+            "set it to an OpenAI-compatible API root, or \"\" to use llm.base_url",
+        );
     }
 }
 

@@ -79,6 +79,8 @@ pub enum FetchError {
     TooLarge(usize),
     #[error("not a web page ({0})")]
     NotHtml(String),
+    #[error("not an image ({0})")]
+    NotImage(String),
     #[error("more than {0} redirects")]
     TooManyRedirects(usize),
 }
@@ -190,6 +192,44 @@ impl Fetcher {
     }
 
     async fn fetch_inner(&self, url: &str) -> Result<Fetched, FetchError> {
+        let is_html = |mime: &str| mime.is_empty() || mime == "text/html" || mime == "application/xhtml+xml";
+        let (url, content_type, body, hops) = self
+            .fetch_body(url, is_html, self.config.max_body_bytes, FetchError::NotHtml)
+            .await?;
+        let html = decode(&body, &content_type);
+        Ok(Fetched {
+            url,
+            html,
+            bytes: body.len(),
+            redirects: hops,
+        })
+    }
+
+    /// Fetches an image's bytes (at most `max_bytes`) through the same guard, redirects and
+    /// time limit as a page. The type a server claims only rules out what is surely not an
+    /// image; the bytes themselves are judged by `crate::image::decode`.
+    pub async fn fetch_image(&self, url: &str, max_bytes: usize) -> Result<(Url, Vec<u8>), FetchError> {
+        let timeout = Duration::from_secs(self.config.timeout_secs);
+        let maybe_image =
+            |mime: &str| mime.is_empty() || mime.starts_with("image/") || mime == "application/octet-stream";
+        let fetched = tokio::time::timeout(
+            timeout,
+            self.fetch_body(url, maybe_image, max_bytes, FetchError::NotImage),
+        )
+        .await
+        .unwrap_or(Err(FetchError::Timeout))?;
+        Ok((fetched.0, fetched.2))
+    }
+
+    /// One GET with guarded, hand-followed redirects: the final URL, its content type, the
+    /// body (at most `max_bytes`), and the redirects taken.
+    async fn fetch_body(
+        &self,
+        url: &str,
+        accept: impl Fn(&str) -> bool,
+        max_bytes: usize,
+        refuse: fn(String) -> FetchError,
+    ) -> Result<(Url, String, Vec<u8>, usize), FetchError> {
         let mut url = Url::parse(url).map_err(|e| FetchError::BadUrl(format!("`{url}` is not a URL ({e})")))?;
         for hop in 0..=self.config.max_redirects {
             self.check_url(&url).await?;
@@ -224,14 +264,11 @@ impl Fetcher {
                 .unwrap_or("")
                 .to_ascii_lowercase();
             let mime = content_type.split(';').next().unwrap_or("").trim();
-            if !(mime.is_empty() || mime == "text/html" || mime == "application/xhtml+xml") {
-                return Err(FetchError::NotHtml(mime.to_string()));
+            if !accept(mime) {
+                return Err(refuse(mime.to_string()));
             }
-            if resp
-                .content_length()
-                .is_some_and(|n| n as usize > self.config.max_body_bytes)
-            {
-                return Err(FetchError::TooLarge(self.config.max_body_bytes));
+            if resp.content_length().is_some_and(|n| n as usize > max_bytes) {
+                return Err(FetchError::TooLarge(max_bytes));
             }
             let mut resp = resp;
             let mut body = Vec::new();
@@ -240,18 +277,12 @@ impl Fetcher {
                 .await
                 .map_err(|e| FetchError::Unreachable(e.without_url().to_string()))?
             {
-                if body.len() + chunk.len() > self.config.max_body_bytes {
-                    return Err(FetchError::TooLarge(self.config.max_body_bytes));
+                if body.len() + chunk.len() > max_bytes {
+                    return Err(FetchError::TooLarge(max_bytes));
                 }
                 body.extend_from_slice(&chunk);
             }
-            let html = decode(&body, &content_type);
-            return Ok(Fetched {
-                url,
-                html,
-                bytes: body.len(),
-                redirects: hop,
-            });
+            return Ok((url, content_type, body, hop));
         }
         Err(FetchError::TooManyRedirects(self.config.max_redirects))
     }

@@ -18,7 +18,7 @@ pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use legacy::{decode_job, DecodeError};
 pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
-pub use retrieval::{Candidate, DropReason, Dropped, Evidence, KeptPage, Retrieval, StepTrace, Tier};
+pub use retrieval::{Candidate, DropReason, Dropped, Evidence, ImageDescription, KeptPage, Retrieval, StepTrace, Tier};
 pub use trigger::{Account, Cause, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;

@@ -1,5 +1,6 @@
-//! The retrieval pipeline's persisted step outputs ([`Retrieval`]): queries, candidate links,
-//! kept pages, verified evidence, every dropped link with its reason, and per-step traces.
+//! The retrieval pipeline's persisted step outputs ([`Retrieval`]): image descriptions,
+//! queries, candidate links, kept pages, verified evidence, every dropped link with its reason,
+//! and per-step traces.
 //! Each step of `pipeline/muse/` reads this record and fills its own field.
 
 use chrono::{DateTime, Utc};
@@ -90,6 +91,10 @@ pub struct KeptPage {
     /// The most relevant passages, in page order: what the evidence LLM reads.
     pub passages: Vec<String>,
     pub words: usize,
+    /// The page's main image is the post's picture (perceptual-hash distance, bits): the page
+    /// is relevant whatever its text scores.
+    #[serde(default)]
+    pub image_match: Option<u32>,
 }
 
 /// Verified quotes from one page.
@@ -125,6 +130,9 @@ pub struct StepTrace {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Retrieval {
     pub steps: Vec<StepTrace>,
+    /// One per image of the post (step 0, describe); `None` until that step ran.
+    #[serde(default)]
+    pub images: Option<Vec<ImageDescription>>,
     pub queries: Option<Vec<String>>,
     pub candidates: Option<Vec<Candidate>>,
     pub pages: Option<Vec<KeptPage>>,
@@ -151,4 +159,37 @@ impl Retrieval {
             completion_tokens: u.completion_tokens + s.completion_tokens,
         })
     }
+}
+
+/// What the bot read of one image of the post: its caption, the people a vision model named,
+/// its text (OCR), the author's alt text, and the merged description the prompts see — or why
+/// it was not read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageDescription {
+    pub url: String,
+    /// SHA-256 of the bytes (what the cache keys by).
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// Perceptual hash (base64), for near-duplicates.
+    #[serde(default)]
+    pub phash: Option<String>,
+    #[serde(default)]
+    pub alt: Option<String>,
+    #[serde(default)]
+    pub caption: Option<String>,
+    #[serde(default)]
+    pub people: Vec<String>,
+    #[serde(default)]
+    pub ocr: Option<String>,
+    /// The informative description ("A screenshot of …", "A photo of …").
+    #[serde(default)]
+    pub description: Option<String>,
+    /// How the description was made: "vision", "ocr and alt text" (no vision model, or it
+    /// failed: `vision_error` says why), "alt text only", or "not read" (`refused` says why).
+    #[serde(default)]
+    pub made_from: String,
+    #[serde(default)]
+    pub vision_error: Option<String>,
+    #[serde(default)]
+    pub refused: Option<String>,
 }

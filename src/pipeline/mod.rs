@@ -99,12 +99,17 @@ pub fn build(
             Some(Arc::new(muse::Muse {
                 llm: llm.clone(),
                 prompts: prompts.clone(),
-                searcher: Arc::new(crate::search::Searcher::new(&config.search, store)?.with_metrics(metrics)),
+                searcher: Arc::new(crate::search::Searcher::new(&config.search, store.clone())?.with_metrics(metrics)),
                 fetcher: crate::fetch::Fetcher::new(&config.fetch).map_err(anyhow::Error::msg)?,
                 credibility: Arc::new(crate::credibility::load::build(&config.credibility)?),
                 embedder: Arc::new(crate::relevance::Embedder::load(&config.relevance)?),
                 relevance: config.relevance.clone(),
                 before,
+                images: images(config, &llm, store.clone())?,
+                reverse: {
+                    let r = crate::search::reverse::ReverseSearcher::new(&config.search, store.clone())?;
+                    (!r.is_empty()).then(|| Arc::new(r))
+                },
             }))
         }
     };
@@ -115,4 +120,58 @@ pub fn build(
         muse,
         verify: config.verify.clone(),
     })
+}
+
+/// What the describe step needs (`None` when `images.enabled` is off): the fetcher, the caps,
+/// tesseract, and the vision model — `[vision]`, each empty key taken from `[llm]`.
+fn images(
+    config: &crate::config::Config,
+    llm: &LlmClient,
+    store: Option<crate::store::Store>,
+) -> anyhow::Result<Option<Arc<muse::describe::Images>>> {
+    let i = &config.images;
+    if !i.enabled {
+        return Ok(None);
+    }
+    let v = &config.vision;
+    let vision = if !v.enabled {
+        None
+    } else if v.base_url.is_empty() && v.model.is_empty() && v.api_key_env.is_empty() && v.api_key_file.is_empty() {
+        Some(llm.clone())
+    } else {
+        let mut c = config.llm.clone();
+        if !v.base_url.is_empty() {
+            c.base_url = v.base_url.clone();
+        }
+        if !v.model.is_empty() {
+            c.model = v.model.clone();
+        }
+        let (env, file) = if v.api_key_env.is_empty() && v.api_key_file.is_empty() {
+            (&config.llm.api_key_env, &config.llm.api_key_file)
+        } else {
+            (&v.api_key_env, &v.api_key_file)
+        };
+        let key = crate::secret::resolve("vision.api_key", env, file, false)?;
+        Some(LlmClient::new(&c, key)?)
+    };
+    let ocr = (!i.ocr.is_empty()).then(|| crate::image::ocr::Ocr {
+        binary: i.ocr.clone(),
+        timeout: std::time::Duration::from_secs(i.ocr_timeout_secs),
+        languages: i.ocr_languages.clone(),
+    });
+    let fetch = crate::fetch::FetchConfig {
+        max_body_bytes: i.max_bytes,
+        ..config.fetch.clone()
+    };
+    Ok(Some(Arc::new(muse::describe::Images {
+        fetcher: crate::fetch::Fetcher::new(&fetch).map_err(anyhow::Error::msg)?,
+        limits: crate::image::ImageLimits {
+            max_bytes: i.max_bytes,
+            max_pixels: i.max_pixels,
+        },
+        max_images: i.max_images,
+        ocr,
+        vision,
+        store,
+    })))
 }

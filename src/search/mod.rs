@@ -4,6 +4,7 @@
 //! an optional "published before" bound passed to the engines that support one.
 
 mod backends;
+pub mod reverse;
 
 use std::time::Duration;
 
@@ -35,6 +36,8 @@ pub struct SearchConfig {
     /// Only pages published before this moment (RFC 3339; "" = no bound): the paper's
     /// fair-comparison setting. `musebot check --before` overrides it.
     pub before: String,
+    /// Reverse image search engines, in order (`reverse.rs`).
+    pub reverse_backends: Vec<reverse::ReverseBackendConfig>,
 }
 
 impl Default for SearchConfig {
@@ -47,6 +50,12 @@ impl Default for SearchConfig {
             timeout_secs: 20,
             max_retries: 2,
             before: String::new(),
+            reverse_backends: vec![reverse::ReverseBackendConfig {
+                kind: reverse::ReverseKind::Local,
+                base_url: String::new(),
+                api_key_env: String::new(),
+                api_key_file: String::new(),
+            }],
         }
     }
 }

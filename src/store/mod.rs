@@ -37,6 +37,8 @@ pub struct Store {
     cache: sled::Tree,
     /// Platform sessions (tokens), by account.
     sessions: sled::Tree,
+    /// The perceptual-hash index of pictures seen (`{phash}|{page url}` → when).
+    images: sled::Tree,
 }
 
 impl Store {
@@ -53,6 +55,7 @@ impl Store {
             pending: db.open_tree("pending")?,
             cache: db.open_tree("cache")?,
             sessions: db.open_tree("sessions")?,
+            images: db.open_tree("images")?,
             db,
         })
     }
@@ -220,6 +223,30 @@ impl Store {
         })?;
         self.flush()?;
         Ok(allowed)
+    }
+
+    /// Remembers that the picture with perceptual hash `phash` appears at `url` (a post or a
+    /// page), for the local reverse image search. Not flushed: losing the last few on a crash
+    /// only makes the index a little less complete.
+    pub fn add_image(&self, phash: &str, url: &str) -> Result<(), StoreError> {
+        let key = format!("{phash}|{url}");
+        self.images
+            .insert(key.as_bytes(), chrono::Utc::now().to_rfc3339().as_bytes())?;
+        Ok(())
+    }
+
+    /// Every (phash, url) in the index (pruned after `daemon.keep_days`).
+    pub fn image_index(&self) -> Vec<(String, String)> {
+        self.images
+            .iter()
+            .keys()
+            .filter_map(Result::ok)
+            .filter_map(|k| {
+                let k = String::from_utf8_lossy(&k).into_owned();
+                let (h, u) = k.split_once('|')?;
+                Some((h.to_string(), u.to_string()))
+            })
+            .collect()
     }
 
     /// A platform's stored session for `account` (its tokens: never log it).

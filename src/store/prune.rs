@@ -64,6 +64,16 @@ impl Store {
                 out.cache += 1;
             }
         }
+        for item in self.images.iter() {
+            let (k, v) = item?;
+            let at = DateTime::parse_from_rfc3339(&String::from_utf8_lossy(&v))
+                .ok()
+                .map(|t| t.with_timezone(&Utc));
+            if at.is_none_or(|at| now - at > retention.jobs) {
+                self.images.remove(&k)?;
+                out.cache += 1;
+            }
+        }
         for item in self.quota.iter() {
             let (k, _) = item?;
             // `checks:<who>:<YYYYMMDDHH>` and `notice:<who>:<YYYYMMDDHH>`; a key without a

@@ -172,6 +172,30 @@ access_token = "{NOBOT_TOKEN}"
         self.post_form(token, &form).await
     }
 
+    /// Uploads a file as a media attachment (bytes stored and served as they are, under the
+    /// file's name: the mock checks nothing); returns its id.
+    pub async fn upload(&self, token: &str, bytes: Vec<u8>, file_name: &str, mime: &str, alt: Option<&str>) -> String {
+        let part = reqwest::multipart::Part::bytes(bytes)
+            .file_name(file_name.to_string())
+            .mime_str(mime)
+            .unwrap();
+        let mut form = reqwest::multipart::Form::new().part("file", part);
+        if let Some(alt) = alt {
+            form = form.text("description", alt.to_string());
+        }
+        let r = self
+            .http
+            .post(format!("{}/api/v2/media", self.base))
+            .bearer_auth(token)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "upload failed: {}", r.status());
+        let v: Value = r.json().await.unwrap();
+        v["id"].as_str().unwrap().to_string()
+    }
+
     /// Posts a status with any form fields (`visibility`, `quoted_status_id`, …).
     pub async fn post_form(&self, token: &str, form: &[(&str, &str)]) -> Value {
         let r = self

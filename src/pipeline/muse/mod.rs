@@ -1,15 +1,17 @@
 //! The Muse retrieval pipeline (seed 000, Methods), one room per step:
-//! [`queries`] → [`search_policy`] (search, credibility, tier caps) → [`pages`] (fetch →
+//! [`describe`] (informative image descriptions) → [`queries`] → [`search_policy`] (search, credibility, tier caps) → [`pages`] (fetch →
 //! extract → relevance, read in waves) → [`evidence`] (verbatim-checked quotes) → [`reply`].
 //! Each step reads the persisted [`Retrieval`] and fills its own field; [`Muse::draft`] is the
 //! driver, which checkpoints after every finished step, so a restart resumes after the last
 //! one without repeating its LLM calls.
 
+pub mod describe;
 pub mod evidence;
 pub mod pages;
 pub mod queries;
 pub mod reply;
 pub mod search_policy;
+pub mod visual;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,11 +39,16 @@ pub struct Muse {
     pub relevance: RelevanceConfig,
     /// Only what was published before this moment counts (the paper's fair-comparison setting).
     pub before: Option<DateTime<Utc>>,
+    /// Reading the post's images (`[images]`, `[vision]`); `None` when `images.enabled` is off.
+    pub images: Option<Arc<describe::Images>>,
+    /// Reverse image search (`search.reverse_backends`); `None`: none configured.
+    pub reverse: Option<Arc<crate::search::reverse::ReverseSearcher>>,
 }
 
 /// The steps that fill the record, in order. Closed: a new step is a new variant and a room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
+    Describe,
     Queries,
     Search,
     Pages,
@@ -49,10 +56,11 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 4] = [Step::Queries, Step::Search, Step::Pages, Step::Evidence];
+    pub const ALL: [Step; 5] = [Step::Describe, Step::Queries, Step::Search, Step::Pages, Step::Evidence];
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Step::Describe => "describe",
             Step::Queries => "queries",
             Step::Search => "search",
             Step::Pages => "pages",
@@ -63,6 +71,7 @@ impl Step {
     /// Whether the record already holds this step's output.
     pub fn done(self, r: &Retrieval) -> bool {
         match self {
+            Step::Describe => r.images.is_some(),
             Step::Queries => r.queries.is_some(),
             Step::Search => r.candidates.is_some(),
             Step::Pages => r.pages.is_some(),
@@ -95,18 +104,25 @@ impl Muse {
                 continue;
             }
             let started = Instant::now();
+            // Later steps read the images through their descriptions.
+            let seen = describe::with_descriptions(post, r);
             let usage = match step {
-                Step::Queries => queries::run(self, post, r).await?,
-                Step::Search => search_policy::run(self, r).await?,
-                Step::Pages => pages::run(self, post, r).await?,
-                Step::Evidence => evidence::run(self, post, r).await?,
+                Step::Describe => describe::run(self, post, r).await?,
+                Step::Queries => queries::run(self, &seen, r).await?,
+                Step::Search => search_policy::run(self, &seen, r).await?,
+                Step::Pages => pages::run(self, &seen, r).await?,
+                Step::Evidence => evidence::run(self, &seen, r).await?,
             };
-            r.record_step(step.as_str(), started.elapsed().as_millis() as u64, usage);
+            // A text post's (empty) describe step stays out of the trace.
+            if step != Step::Describe || r.images.as_ref().is_some_and(|i| !i.is_empty()) {
+                r.record_step(step.as_str(), started.elapsed().as_millis() as u64, usage);
+            }
             checkpoint(r);
         }
         let started = Instant::now();
         let evidence = r.evidence.clone().unwrap_or_default();
-        let (draft, usage) = reply::run(self, post, &evidence).await?;
+        let seen = describe::with_descriptions(post, r);
+        let (draft, usage) = reply::run(self, &seen, &evidence).await?;
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);
         Ok((draft, r.usage()))
     }

@@ -4,7 +4,9 @@
 //! [`FETCH_PARALLEL`] at a time and extracted on blocking threads (a panic in the extractor
 //! costs that page only); each page is cut into passages, a BM25 prefilter of the post's words
 //! keeps the best few, only those are embedded, and a page scores its best passage's cosine.
-//! Fills `Retrieval::pages` (tier, then relevance); costs no LLM tokens.
+//! For a post with images, a page whose main image is the post's picture ([`super::visual`]) is
+//! relevant whatever its text scores. Fills `Retrieval::pages` (tier, then relevance); costs
+//! no LLM tokens.
 
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
@@ -39,7 +41,8 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     let candidates = r.candidates.clone().unwrap_or_default();
     let mut dropped = Vec::new();
     let mut tally = Tally::default();
-    let pages = read_pages(m, post, candidates, m.before, &mut dropped, &mut tally).await?;
+    let hashes: Vec<String> = r.images.iter().flatten().filter_map(|d| d.phash.clone()).collect();
+    let pages = read_pages(m, post, &hashes, candidates, m.before, &mut dropped, &mut tally).await?;
     if pages.is_empty() && tally.tried > 0 && tally.outages == tally.tried {
         return Err(PipelineError::Outage(format!(
             "every page fetch failed ({} pages: network, timeout or server errors)",
@@ -54,6 +57,9 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
 /// Why a page was not read, and whether that was an outage (network, timeout, 5xx, 429).
 type Miss = (DropReason, bool);
 
+/// An extracted page and its main image's URL.
+type Read = (extract::Page, Option<String>);
+
 /// Pages tried, and how many of them failed for an outage.
 #[derive(Debug, Default)]
 struct Tally {
@@ -67,13 +73,19 @@ struct Tally {
 async fn read_pages(
     m: &Muse,
     post: &Post,
+    post_hashes: &[String],
     mut candidates: Vec<Candidate>,
     before: Option<DateTime<Utc>>,
     dropped: &mut Vec<Dropped>,
     tally: &mut Tally,
 ) -> Result<Vec<KeptPage>, PipelineError> {
     candidates.sort_by_key(|c| c.tier);
-    let post_text = strip_urls(&post.text);
+    // The post as Muse embeds it: its text and its images' descriptions (or alt text).
+    let mut post_text = strip_urls(&post.text);
+    for alt in post.media.iter().filter_map(|x| x.alt.as_deref()) {
+        post_text.push('\n');
+        post_text.push_str(alt);
+    }
     let max_pages = m.relevance.max_pages.max(1);
     let mut post_vec: Option<Vec<f32>> = None;
     let mut kept = Vec::new();
@@ -101,7 +113,7 @@ async fn read_pages(
         let post_vec = post_vec
             .as_deref()
             .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
-        kept.extend(score_wave(m, &post_text, post_vec, readable, dropped).await?);
+        kept.extend(score_wave(m, &post_text, post_vec, post_hashes, readable, dropped).await?);
         if kept.len() >= max_pages {
             dropped.extend(rest.by_ref().map(|c| Dropped {
                 url: c.url,
@@ -128,11 +140,12 @@ async fn fetch_wave(
     before: Option<DateTime<Utc>>,
     dropped: &mut Vec<Dropped>,
     tally: &mut Tally,
-) -> Vec<(Candidate, extract::Page)> {
-    let fetched: Vec<(Candidate, Result<extract::Page, Miss>)> = stream::iter(wave)
+) -> Vec<(Candidate, extract::Page, Option<String>)> {
+    let fetched: Vec<(Candidate, Result<Read, Miss>)> = stream::iter(wave)
         .map(|c| async move {
             let page = match m.fetcher.fetch(&c.url).await {
                 Ok(f) => {
+                    let main_image = super::visual::main_image(&f.html, &f.url);
                     let url = f.url.to_string();
                     let html = f.html;
                     // Bounded nesting, its own big-stack thread, a time budget: a hostile page
@@ -144,7 +157,7 @@ async fn fetch_wave(
                     .unwrap_or_else(|e| Err(extract::ExtractError::Panicked(e.to_string())));
                     match read {
                         Ok(page) => match extract::decide(&page, before) {
-                            Decision::Keep => Ok(page),
+                            Decision::Keep => Ok((page, main_image)),
                             Decision::TooShort { .. } => Err((DropReason::TooShort, false)),
                             Decision::TooNew { .. } => Err((DropReason::TooNew, false)),
                         },
@@ -166,7 +179,7 @@ async fn fetch_wave(
     for (c, page) in fetched {
         tally.tried += 1;
         match page {
-            Ok(p) => readable.push((c, p)),
+            Ok((p, main)) => readable.push((c, p, main)),
             Err((reason, outage)) => {
                 tally.outages += usize::from(outage);
                 dropped.push(Dropped { url: c.url, reason });
@@ -182,10 +195,23 @@ async fn score_wave(
     m: &Muse,
     post_text: &str,
     post_vec: &[f32],
-    readable: Vec<(Candidate, extract::Page)>,
+    post_hashes: &[String],
+    readable: Vec<(Candidate, extract::Page, Option<String>)>,
     dropped: &mut Vec<Dropped>,
 ) -> Result<Vec<KeptPage>, PipelineError> {
     let cfg = &m.relevance;
+    // Visual relevance: the main images of the pages, for a post with pictures.
+    let mut matches = Vec::new();
+    for (c, _, main) in &readable {
+        let d = match (&m.images, main) {
+            (Some(images), Some(url)) if !post_hashes.is_empty() => {
+                super::visual::distance(images, url, &c.url, post_hashes).await
+            }
+            _ => None,
+        };
+        matches.push(d.filter(|d| *d <= crate::image::SAME_PICTURE));
+    }
+    let readable: Vec<(Candidate, extract::Page)> = readable.into_iter().map(|(c, p, _)| (c, p)).collect();
     // Cutting and ranking passages is CPU work on untrusted text: off the async workers, on
     // at most the first READ_WORDS words of each page.
     let texts: Vec<String> = readable.iter().map(|(_, p)| first_words(&p.text, READ_WORDS)).collect();
@@ -205,7 +231,7 @@ async fn score_wave(
     let vectors = embed(m, per_page.iter().flatten().cloned().collect()).await?;
     let mut vectors = vectors.iter();
     let mut kept = Vec::new();
-    for ((c, page), passages) in readable.into_iter().zip(per_page) {
+    for (((c, page), passages), image_match) in readable.into_iter().zip(per_page).zip(matches) {
         let mut scored: Vec<(usize, f32)> = (0..passages.len())
             .map(|i| {
                 (
@@ -215,7 +241,7 @@ async fn score_wave(
             })
             .collect();
         let best = scored.iter().map(|s| s.1).fold(f32::MIN, f32::max);
-        if best < cfg.threshold {
+        if best < cfg.threshold && image_match.is_none() {
             tracing::debug!(url = %c.url, best, "low relevance");
             dropped.push(Dropped {
                 url: c.url,
@@ -235,6 +261,7 @@ async fn score_wave(
             relevance: best,
             passages: top.into_iter().map(|i| passages[i].clone()).collect(),
             words: page.word_count,
+            image_match,
         });
     }
     Ok(kept)

@@ -12,10 +12,18 @@ use crate::pipeline::{parse, PipelineError};
 /// Queries for a text-only post (Muse: 3; 5 once image descriptions exist).
 pub const TEXT_QUERIES: usize = 3;
 
+/// Queries for a post whose images were described (Muse: 5).
+pub const IMAGE_QUERIES: usize = 5;
+
 pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
-    let system = m.prompts.render("queries.system.j2", context! { n => TEXT_QUERIES })?;
+    let n = if super::describe::has_descriptions(r) {
+        IMAGE_QUERIES
+    } else {
+        TEXT_QUERIES
+    };
+    let system = m.prompts.render("queries.system.j2", context! { n => n })?;
     let user = m.prompts.render("queries.user.j2", post_context(post))?;
-    let schema = serde_json::json!({"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}, "maxItems": TEXT_QUERIES}}, "required": ["queries"]});
+    let schema = serde_json::json!({"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}, "maxItems": n}}, "required": ["queries"]});
     let c = m
         .llm
         .chat_json(
@@ -24,7 +32,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
             &schema,
         )
         .await?;
-    let queries = parse::queries(&c.text, TEXT_QUERIES);
+    let queries = parse::queries(&c.text, n);
     tracing::info!(?queries, "queries generated");
     r.queries = Some(queries);
     Ok(usage_of(&c))

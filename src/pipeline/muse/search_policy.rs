@@ -1,36 +1,58 @@
 //! Step 2, search policy: every query on the first working backend (`search::Searcher`:
-//! fallback, cache, `before` bound), then Muse's publisher rules — links from publishers that
-//! are not credible are dropped, at most [`PER_TIER_PER_QUERY`] per tier per query, each URL
-//! once. Fills `Retrieval::candidates`; costs no LLM tokens. When every query failed (network,
+//! fallback, cache, `before` bound) and every described image through reverse image search
+//! (`search::reverse`), then Muse's publisher rules — links from publishers that are not
+//! credible are dropped, at most [`PER_TIER_PER_QUERY`] per tier per query (or image), each
+//! URL once. A failed reverse search costs only its image's links. Fills `Retrieval::candidates`; costs no LLM tokens. When every query failed (network,
 //! 5xx, 429, a refused key) that is an outage, not an empty result: the step fails and the job
 //! is tried again later, and nothing is checkpointed.
 
 use std::collections::HashSet;
 
 use super::Muse;
-use crate::model::{Candidate, DropReason, Dropped, Retrieval, Usage};
+use crate::model::{Candidate, DropReason, Dropped, Post, Retrieval, Usage};
 use crate::pipeline::PipelineError;
+use crate::search::Hit;
 
 /// Links kept per priority tier per query (Muse).
 pub const PER_TIER_PER_QUERY: usize = 10;
 
-pub async fn run(m: &Muse, r: &mut Retrieval) -> Result<Usage, PipelineError> {
+pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
     let queries = r.queries.clone().unwrap_or_default();
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     let mut dropped = Vec::new();
-    let mut drop_url = |url: String, reason| dropped.push(Dropped { url, reason });
     let (mut failed, mut last_error) = (0, None);
+    let mut searches: Vec<(String, Vec<Hit>)> = Vec::new();
     for query in &queries {
-        let hits = match m.searcher.search(query, m.before).await {
-            Ok(h) => h,
+        match m.searcher.search(query, m.before).await {
+            Ok(h) => searches.push((query.clone(), h)),
             Err(e) => {
                 tracing::warn!(query, error = %e, "search failed");
                 failed += 1;
                 last_error = Some(e);
-                continue;
             }
-        };
+        }
+    }
+    if let Some(reverse) = &m.reverse {
+        for image in r.images.iter().flatten().filter(|d| d.refused.is_none()) {
+            let q = crate::search::reverse::ImageQuery {
+                url: &image.url,
+                jpeg_base64: None,
+                phash: image.phash.as_deref(),
+            };
+            match reverse.search(&q).await {
+                // Links to the post itself are not evidence about it.
+                Ok(h) => searches.push((
+                    format!("reverse image: {}", image.url),
+                    h.into_iter().filter(|h| Some(&h.url) != post.url.as_ref()).collect(),
+                )),
+                Err(e) => tracing::warn!(image = %image.url, error = %e, "reverse image search failed"),
+            }
+        }
+    }
+    let answered = !searches.is_empty();
+    let mut drop_url = |url: String, reason| dropped.push(Dropped { url, reason });
+    for (query, hits) in searches {
         let mut per_tier = [0usize; 3];
         for hit in hits {
             let key = hit
@@ -63,7 +85,7 @@ pub async fn run(m: &Muse, r: &mut Retrieval) -> Result<Usage, PipelineError> {
             });
         }
     }
-    if let Some(e) = last_error.filter(|_| failed == queries.len()) {
+    if let Some(e) = last_error.filter(|_| failed == queries.len() && !answered) {
         return Err(PipelineError::Outage(format!("every search failed; last: {e}")));
     }
     r.dropped.extend(dropped);
