@@ -38,6 +38,13 @@ pub async fn check(
     images: &[String],
     before: Option<DateTime<Utc>>,
 ) -> anyhow::Result<CheckReport> {
+    // `--image FILE` reads a local file: allowed here only, and only when the operator named
+    // one (the daemon never reads files; a post's media URLs never come through here).
+    let mut config = config.clone();
+    config.images.local_files = images
+        .iter()
+        .any(|i| !i.starts_with("http://") && !i.starts_with("https://"));
+    let config = &config;
     let platform = if !images.is_empty() {
         // A caption with its images, as an operator saw them somewhere.
         let mut post = Post::text_only(
@@ -47,11 +54,18 @@ pub async fn check(
             before.unwrap_or_else(Utc::now),
             Visibility::Public,
         );
-        for url in images {
-            url::Url::parse(url).map_err(|e| anyhow::anyhow!("--image {url}: not a URL ({e})"))?;
+        for image in images {
+            let url = if image.starts_with("http://") || image.starts_with("https://") {
+                url::Url::parse(image).map_err(|e| anyhow::anyhow!("--image {image}: not a URL ({e})"))?;
+                image.clone()
+            } else {
+                let path = std::fs::canonicalize(image)
+                    .map_err(|e| anyhow::anyhow!("--image {image}: not a URL, and not a readable file ({e})"))?;
+                format!("file://{}", path.display())
+            };
             post.media.push(crate::model::Media {
                 kind: crate::model::MediaKind::Image,
-                url: url.clone(),
+                url,
                 preview_url: None,
                 alt: None,
             });

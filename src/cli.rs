@@ -41,8 +41,8 @@ pub enum Command {
         /// Use only what was published before this moment (RFC 3339).
         #[arg(long)]
         before: Option<chrono::DateTime<chrono::Utc>>,
-        /// An image (its URL) the checked text carries, as a post's attachment; repeatable.
-        /// The text is then its caption ("" for an image alone).
+        /// An image (a URL or a local file) the checked text carries, as a post's attachment;
+        /// repeatable. The text is then its caption ("" for an image alone).
         #[arg(long = "image")]
         images: Vec<String>,
     },

@@ -391,24 +391,28 @@ test_allow_addrs = ["{site}"]
     );
     let path = dir.path().join("bot-config.toml");
     std::fs::write(&path, cfg).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
-        .args(["check", "--config"])
-        .arg(&path)
-        .args(["--image", &format!("http://{site}/notice.jpg"), "Seen at a McDonald's"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("image 1 (vision)"), "{stdout}");
-    assert!(
-        stdout.contains("caption: a printed notice taped to a restaurant window"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("text (OCR):"), "{stdout}");
-    assert!(stdout.contains(&format!("description: {DESCRIPTION}")), "{stdout}");
-    assert!(stdout.contains("mcdonalds hoax notice"), "the queries: {stdout}");
+    // A URL, then the same picture as a local file.
+    let local = images.join("mc_donalds_fee_1.jpg").display().to_string();
+    for image in [format!("http://{site}/notice.jpg"), local] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+            .args(["check", "--config"])
+            .arg(&path)
+            .args(["--image", &image, "Seen at a McDonald's"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("image 1 (vision)"), "{stdout}");
+        assert!(
+            stdout.contains("caption: a printed notice taped to a restaurant window"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("text (OCR):"), "{stdout}");
+        assert!(stdout.contains(&format!("description: {DESCRIPTION}")), "{stdout}");
+        assert!(stdout.contains("mcdonalds hoax notice"), "the queries: {stdout}");
+    }
 }

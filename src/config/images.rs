@@ -20,6 +20,10 @@ pub struct ImagesConfig {
     pub ocr_languages: String,
     /// Seconds of OCR per image, all versions of it together.
     pub ocr_timeout_secs: u64,
+    /// Read `file://` images (`musebot check --image FILE` only; never from a config file,
+    /// so no post can make the daemon read a local file).
+    #[serde(skip)]
+    pub local_files: bool,
 }
 
 impl Default for ImagesConfig {
@@ -32,6 +36,7 @@ impl Default for ImagesConfig {
             ocr: "tesseract".into(),
             ocr_languages: "eng".into(),
             ocr_timeout_secs: 20,
+            local_files: false,
         }
     }
 }

@@ -173,5 +173,6 @@ fn images(
         ocr,
         vision,
         store,
+        local_files: i.local_files,
     })))
 }

@@ -219,27 +219,7 @@ impl ReverseSearcher {
                     .send()
                     .await;
                 let page = self.read(backend, resp).await?;
-                let detection = &page["responses"][0];
-                if let Some(msg) = detection["error"]["message"].as_str() {
-                    return Err(SearchError::Decode {
-                        backend,
-                        reason: msg.to_string(),
-                    });
-                }
-                Ok(detection["webDetection"]["pagesWithMatchingImages"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|p| {
-                        Some(Hit {
-                            url: p["url"].as_str()?.to_string(),
-                            title: strip_tags(p["pageTitle"].as_str().unwrap_or_default()),
-                            snippet: String::new(),
-                            published: None,
-                        })
-                    })
-                    .take(MAX_LINKS)
-                    .collect())
+                vision_pages(&page).map_err(|reason| SearchError::Decode { backend, reason })
             }
             ReverseKind::Local => Ok(Vec::new()),
         }
@@ -306,6 +286,28 @@ fn links(page: &Value, arrays: &[&str]) -> Vec<Hit> {
         .collect()
 }
 
+/// Cloud Vision's `pagesWithMatchingImages` (a per-image `error` is a failure).
+fn vision_pages(page: &Value) -> Result<Vec<Hit>, String> {
+    let detection = &page["responses"][0];
+    if let Some(msg) = detection["error"]["message"].as_str() {
+        return Err(msg.to_string());
+    }
+    Ok(detection["webDetection"]["pagesWithMatchingImages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some(Hit {
+                url: p["url"].as_str()?.to_string(),
+                title: strip_tags(p["pageTitle"].as_str().unwrap_or_default()),
+                snippet: String::new(),
+                published: None,
+            })
+        })
+        .take(MAX_LINKS)
+        .collect())
+}
+
 fn strip_tags(s: &str) -> String {
     let mut out = String::new();
     let mut in_tag = false;
@@ -340,5 +342,16 @@ mod tests {
         let empty: Value = serde_json::from_str(r#"{"search_metadata":{"status":"Success"},"error":"Google Reverse Image hasn't returned any results for this query."}"#).unwrap();
         assert!(links(&empty, &["image_results"]).is_empty());
         assert_eq!(strip_tags("<b>Eiffel</b> Tower"), "Eiffel Tower");
+        let vision: Value = serde_json::from_str(r#"{"responses":[{"webDetection":{"webEntities":[{"entityId":"/m/0x","score":0.9,"description":"Eiffel Tower"}],
+ "pagesWithMatchingImages":[{"url":"https://ex.org/a","pageTitle":"<b>Eiffel</b>","fullMatchingImages":[{"url":"https://ex.org/i.jpg"}]}],
+ "bestGuessLabels":[{"label":"eiffel tower","languageCode":"en"}]}}]}"#).unwrap();
+        let hits = vision_pages(&vision).unwrap();
+        assert_eq!(
+            (hits[0].url.as_str(), hits[0].title.as_str()),
+            ("https://ex.org/a", "Eiffel")
+        );
+        let failed: Value =
+            serde_json::from_str(r#"{"responses":[{"error":{"code":3,"message":"Bad image data."}}]}"#).unwrap();
+        assert_eq!(vision_pages(&failed).unwrap_err(), "Bad image data.");
     }
 }

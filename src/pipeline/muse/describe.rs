@@ -33,6 +33,8 @@ pub struct Images {
     /// The vision-capable model (`[vision]`), when enabled.
     pub vision: Option<LlmClient>,
     pub store: Option<Store>,
+    /// `file://` images may be read (`musebot check` only).
+    pub local_files: bool,
 }
 
 /// What an image yields whatever post it is in: cached by SHA-256.
@@ -88,9 +90,19 @@ async fn describe(m: &Muse, images: &Arc<Images>, media: &Media) -> Result<(Imag
         alt: media.alt.clone(),
         ..Default::default()
     };
-    let bytes = match images.fetcher.fetch_image(&media.url, images.limits.max_bytes).await {
-        Ok((_, b)) => b,
-        Err(e) => return finish(m, d, Some(format!("not fetched: {e}"))).await,
+    let local = media.url.strip_prefix("file://").filter(|_| images.local_files);
+    let fetched = match local {
+        Some(path) => read_file(path, images.limits.max_bytes),
+        None => images
+            .fetcher
+            .fetch_image(&media.url, images.limits.max_bytes)
+            .await
+            .map(|(_, b)| b)
+            .map_err(|e| format!("not fetched: {e}")),
+    };
+    let bytes = match fetched {
+        Ok(b) => b,
+        Err(e) => return finish(m, d, Some(e)).await,
     };
     let sha = image::content_hash(&bytes);
     d.sha256 = Some(sha.clone());
@@ -122,6 +134,17 @@ async fn describe(m: &Muse, images: &Arc<Images>, media: &Media) -> Result<(Imag
     d.ocr = read.ocr;
     d.vision_error = read.vision_error;
     finish(m, d, None).await
+}
+
+/// A local image (`musebot check --image FILE`), at most `max` bytes.
+fn read_file(path: &str, max: usize) -> Result<Vec<u8>, String> {
+    let len = std::fs::metadata(path)
+        .map_err(|e| format!("not read: {path}: {e}"))?
+        .len();
+    if len as usize > max {
+        return Err(format!("not read: larger than {max} bytes"));
+    }
+    std::fs::read(path).map_err(|e| format!("not read: {path}: {e}"))
 }
 
 /// Hashes, OCR and the vision caption of a decoded image (each failure recorded, none fatal).
