@@ -106,6 +106,7 @@ async fn main() {
         // The posts are text; no image is read.
         images: None,
         reverse: None,
+        context_debate: None,
     };
     let tokenizer = tokenizers::Tokenizer::from_file(&sandbox["MUSEBOT_EMBED_TOKENIZER"]).unwrap();
     let mut tokenizer = tokenizer;

@@ -239,6 +239,14 @@ impl CheckReport {
                 .filter(|c| c.query.starts_with("reverse image"))
                 .map(|c| c.url.as_str())
                 .collect();
+            if let Some(ctx) = &r.image_context {
+                let finding = ctx.finding.map_or("not judged".to_string(), |f| format!("{f:?}"));
+                out.push_str(&format!(
+                    "image context ({} pages showed the picture; {} debate turns): {finding}\n",
+                    ctx.sources.len(),
+                    ctx.debate.turns.len()
+                ));
+            }
             if !found_by_image.is_empty() {
                 out.push_str("found by reverse image search:\n");
                 for u in &found_by_image {

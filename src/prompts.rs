@@ -37,6 +37,8 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "describe_vision.user.j2",
     "describe_merge.system.j2",
     "describe_merge.user.j2",
+    "ooc.system.j2",
+    "ooc.user.j2",
 ];
 
 #[derive(Debug, thiserror::Error)]

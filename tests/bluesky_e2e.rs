@@ -34,25 +34,39 @@ struct Bot {
     _dir: tempfile::TempDir,
 }
 
-/// A bot account and a daemon serving it (baseline pipeline, scripted LLM answering `reply`).
+/// A bot account and a daemon serving it (baseline pipeline, scripted LLM answering `reply`),
+/// its first notifications poll done.
 async fn start_bot(net: &'static Network, reply: &str, mastodon: Option<&str>) -> Bot {
+    let bot = start_bot_at(net, &net.pds, Script::reply(reply), mastodon, "").await;
+    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+    bot
+}
+
+/// A bot account and a daemon serving it through `service` (the PDS, or a proxy before it),
+/// connected; `extra` goes into its `[bluesky]` section.
+async fn start_bot_at(
+    net: &'static Network,
+    service: &str,
+    script: Script,
+    mastodon: Option<&str>,
+    extra: &str,
+) -> Bot {
     let user = net.account("musebot").await;
-    let llm = ScriptedLlm::start(Script::reply(reply)).await;
+    let llm = ScriptedLlm::start(script).await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let cfg = bluesky_config(
         &dir.path().join("state"),
-        &net.pds,
+        service,
         &user,
         &dir.path().join("app-password"),
         &llm.base_url,
         port,
         mastodon,
-        "",
+        extra,
     );
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
-    wait_for_log(&daemon, "bluesky notifications: starting from now").await;
     Bot {
         daemon,
         llm,
@@ -357,6 +371,7 @@ async fn the_same_part_written_twice_is_one_record() {
     let me = net.account("musebot").await;
     let alice = net.account("alice").await;
     let post = alice.post("The Moon is made of cheese", None, json!([]), None).await;
+    me.wait_indexed(&post.uri).await;
     let config = musebot::config::BlueskyConfig {
         enabled: true,
         service: net.pds.clone(),
@@ -438,6 +453,8 @@ async fn check_reads_a_bsky_app_link_and_an_at_uri() {
     let post = alice
         .post("Bananas are blue, says a study", None, json!([]), None)
         .await;
+    // As another account: the PDS shows a user her own new records before the AppView has them.
+    bot.wait_indexed(&post.uri).await;
     let llm = ScriptedLlm::start(Script::reply("This post is false. Bananas are yellow.")).await;
     let dir = tempfile::tempdir().unwrap();
     let cfg = bluesky_config(
@@ -477,31 +494,17 @@ async fn check_reads_a_bsky_app_link_and_an_at_uri() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limited_write_is_retried_after_its_reset() {
     let Some(net) = Network::shared() else { return };
-    let user = net.account("musebot").await;
     let proxy = SlowPds::start(&net.pds, Duration::ZERO).await;
     proxy.refuse_puts.store(2, std::sync::atomic::Ordering::SeqCst);
-    let llm = ScriptedLlm::start(Script::reply("This post is false.")).await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let cfg = bluesky_config(
-        &dir.path().join("state"),
-        &proxy.base,
-        &user,
-        &dir.path().join("app-password"),
-        &llm.base_url,
-        port,
-        None,
-        "",
-    );
-    let mut daemon = Daemon::start(dir.path(), &cfg, port);
-    daemon.wait_connected().await;
-    wait_for_log(&daemon, "starting from now").await;
+    let bot = start_bot_at(net, &proxy.base, Script::reply("This post is false."), None, "").await;
+    let (daemon, user) = (&bot.daemon, &bot.user);
+    wait_for_log(daemon, "starting from now").await;
     // The bot label written at start-up met those refusals (and waited them out): refuse the
     // reply's first two writes too.
     proxy.refuse_puts.store(2, std::sync::atomic::Ordering::SeqCst);
     let alice = net.account("alice").await;
     let post = alice.post("Bananas are blue", None, json!([]), None).await;
-    alice.mention(&user, "true?", &post, &post).await;
+    alice.mention(user, "true?", &post, &post).await;
     alice.wait_for_records(&user.did, 1, Duration::from_secs(40)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let log = daemon.log_text();
@@ -520,22 +523,17 @@ async fn firehose_mode_answers_a_mention_without_an_appview() {
         return;
     };
     assert!(net.appview.is_none());
-    let user = net.account("musebot").await;
-    let llm = ScriptedLlm::start(Script::reply("This post is false.")).await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let cfg = bluesky_config(
-        &dir.path().join("state"),
-        &net.pds,
-        &user,
-        &dir.path().join("app-password"),
-        &llm.base_url,
-        port,
-        None,
-        "mode = \"firehose\"\n",
+    let script = Script::reply("This post is false.");
+    let Bot {
+        mut daemon,
+        llm,
+        user,
+        _dir: dir,
+    } = start_bot_at(net, &net.pds, script, None, "mode = \"firehose\"\n").await;
+    let (cfg, port) = (
+        std::fs::read_to_string(dir.path().join("bot-config.toml")).unwrap(),
+        daemon.health_port,
     );
-    let mut daemon = Daemon::start(dir.path(), &cfg, port);
-    daemon.wait_connected().await;
     wait_for_log(&daemon, "bluesky firehose connected").await;
     let alice = net.account("alice").await;
     let bob = net.account("bob").await;

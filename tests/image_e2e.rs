@@ -34,6 +34,24 @@ fn scripted(body: &Value) -> String {
     json!({"verdict": "unverifiable", "explanation": "No source confirms this notice."}).to_string()
 }
 
+/// The daemon's config beyond `daemon_config`: the muse pipeline on `search`, the sandbox's
+/// embedding model, and the extra lines of each section.
+fn muse_sections(
+    search: &SearchServer,
+    sandbox: &Sandbox,
+    search_more: &str,
+    relevance_more: &str,
+    fetch: &str,
+) -> String {
+    format!(
+        "\n[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n{search_more}\n\n[relevance]\nonnxruntime = \"{}\"\nmodel = \"{}\"\ntokenizer = \"{}\"\n{relevance_more}\n\n[fetch]\n{fetch}\n",
+        search.base_url(),
+        sandbox.get("MUSEBOT_ORT_DYLIB"),
+        sandbox.get("MUSEBOT_EMBED_MODEL"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+    )
+}
+
 /// A PNG whose header claims 30,000 × 30,000 pixels (CRC fixed, as a real bomb's).
 fn bomb() -> Vec<u8> {
     let mut out = Cursor::new(Vec::new());
@@ -97,25 +115,8 @@ async fn an_image_post_is_described_and_hostile_images_cost_only_themselves() {
 
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let extra = format!(
-        r#"
-[search]
-backends = [{{ kind = "searxng", base_url = "{}" }}]
-
-[relevance]
-onnxruntime = "{}"
-model = "{}"
-tokenizer = "{}"
-
-[fetch]
-test_allow_addrs = ["127.0.0.1:{}"]
-"#,
-        search.base_url(),
-        sandbox.get("MUSEBOT_ORT_DYLIB"),
-        sandbox.get("MUSEBOT_EMBED_MODEL"),
-        sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
-        mock.port,
-    );
+    let fetch = format!("test_allow_addrs = [\"127.0.0.1:{}\"]", mock.port);
+    let extra = muse_sections(&search, &sandbox, "", "", &fetch);
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
@@ -202,7 +203,9 @@ test_allow_addrs = ["127.0.0.1:{}"]
 /// its documented format) finds the picture on a fact-check page; the page is read through the
 /// same credibility, fetch and extraction path as a web result, kept because its main image
 /// (`og:image`, served re-encoded and resized) is the post's picture — the text threshold is
-/// set out of reach, so only visual relevance can keep it — and the reply cites it.
+/// set out of reach, so only visual relevance can keep it — and the reply cites it. The agents
+/// of the out-of-context debate see where the picture appeared, find it used out of context,
+/// and the reply is told why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
     use axum::routing::get;
@@ -266,6 +269,11 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
     let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
         let system = system_of(body);
         let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        if system.contains("uses an image in its original context") {
+            return json!({"verdict": "unsupported", "reasons": "The sources show a fabricated notice.",
+                          "objections": ["The post presents a fabricated notice as a real McDonald's sign."]})
+            .to_string();
+        }
         if system.contains("Quote passages") {
             let page = block(user, "page");
             let content = page.split("content:\n").nth(1).unwrap_or("");
@@ -286,28 +294,15 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
     std::env::set_var("MUSEBOT_TEST_SERPAPI_KEY", "test-key");
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let extra = format!(
-        r#"
-[search]
-backends = [{{ kind = "searxng", base_url = "{}" }}]
-reverse_backends = [{{ kind = "serpapi_reverse", base_url = "http://{serpapi}", api_key_env = "MUSEBOT_TEST_SERPAPI_KEY" }}]
-
-[relevance]
-onnxruntime = "{}"
-model = "{}"
-tokenizer = "{}"
-threshold = 1.0
-
-[fetch]
-test_allow_addrs = ["127.0.0.1:{}", "{site}"]
-test_resolve = ["www.reuters.com={site}"]
-"#,
-        search.base_url(),
-        sandbox.get("MUSEBOT_ORT_DYLIB"),
-        sandbox.get("MUSEBOT_EMBED_MODEL"),
-        sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
-        mock.port,
+    let reverse = format!(
+        r#"reverse_backends = [{{ kind = "serpapi_reverse", base_url = "http://{serpapi}", api_key_env = "MUSEBOT_TEST_SERPAPI_KEY" }}]"#
     );
+    let fetch = format!(
+        "test_allow_addrs = [\"127.0.0.1:{}\", \"{site}\"]\ntest_resolve = [\"www.reuters.com={site}\"]",
+        mock.port
+    );
+    // Text relevance out of reach: only the picture can keep a page.
+    let extra = muse_sections(&search, &sandbox, &reverse, "threshold = 1.0", &fetch);
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
@@ -334,6 +329,32 @@ test_resolve = ["www.reuters.com={site}"]
         reply.contains("http://www.reuters.com/fact-check/fake-sign"),
         "the reply cites the page the reverse search found: {reply}\n{}",
         daemon.log_text()
+    );
+    // The agents judged the picture out of context, and the reply was told where it came from.
+    let requests = llm.requests.lock().unwrap().clone();
+    let debate = requests
+        .iter()
+        .find(|b| system_of(b).contains("uses an image in its original context"))
+        .expect("an out-of-context debate");
+    let opening = debate["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        opening.contains("Fact check: sign is fake — http://www.reuters.com/fact-check/fake-sign"),
+        "{opening}"
+    );
+    let reply_prompt = requests
+        .iter()
+        .find(|b| system_of(b).contains("using only the facts given"))
+        .and_then(|b| b["messages"][1]["content"].as_str())
+        .unwrap()
+        .to_string();
+    let ctx = block(&reply_prompt, "image_context");
+    assert!(
+        ctx.contains("fabricated notice as a real McDonald's sign"),
+        "{reply_prompt}"
+    );
+    assert!(
+        ctx.contains("http://www.reuters.com/fact-check/fake-sign"),
+        "{reply_prompt}"
     );
     let asked = asked.lock().unwrap().clone();
     assert_eq!(asked[0].get("image_url"), Some(&media_url), "{asked:?}");
@@ -364,24 +385,7 @@ async fn check_shows_what_it_read_of_an_image() {
     let llm = ScriptedLlm::start(Script::routed(scripted)).await;
     let search = SearchServer::start(|_| Vec::new()).await;
     let dir = tempfile::tempdir().unwrap();
-    let extra = format!(
-        r#"
-[search]
-backends = [{{ kind = "searxng", base_url = "{}" }}]
-
-[relevance]
-onnxruntime = "{}"
-model = "{}"
-tokenizer = "{}"
-
-[fetch]
-test_allow_addrs = ["{site}"]
-"#,
-        search.base_url(),
-        sandbox.get("MUSEBOT_ORT_DYLIB"),
-        sandbox.get("MUSEBOT_EMBED_MODEL"),
-        sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
-    );
+    let extra = muse_sections(&search, &sandbox, "", "", &format!("test_allow_addrs = [\"{site}\"]"));
     let cfg = daemon_config(
         &dir.path().join("state"),
         "http://127.0.0.1:9",

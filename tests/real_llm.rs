@@ -62,6 +62,7 @@ async fn a_real_local_llm_debates_a_draft_to_the_end() {
     let client = musebot::llm::LlmClient::new(&config, None).unwrap();
     let prompts = musebot::prompts::Prompts::load(std::path::Path::new("")).unwrap();
     let debater = Debater {
+        system: "verify.system.j2",
         llm: &client,
         prompts: &prompts,
         agents: 2,

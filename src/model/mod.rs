@@ -4,6 +4,7 @@
 //! `tests/tidy.rs`). The pipeline, the platforms, intake and the store import it; nothing here
 //! imports upward, so a new capability adds a field or a room, never an import circle.
 
+mod debate;
 mod ids;
 mod job;
 mod legacy;
@@ -14,12 +15,16 @@ mod usage;
 mod verdict;
 mod verification;
 
+pub use debate::{Debate, DebateEnd, Support, Turn};
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use legacy::{decode_job, DecodeError};
 pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
-pub use retrieval::{Candidate, DropReason, Dropped, Evidence, ImageDescription, KeptPage, Retrieval, StepTrace, Tier};
+pub use retrieval::{
+    Candidate, ContextFinding, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage, Retrieval,
+    StepTrace, Tier,
+};
 pub use trigger::{Account, Cause, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;
-pub use verification::{Debate, DebateEnd, Support, Turn, Verification, Verified};
+pub use verification::{Verification, Verified};

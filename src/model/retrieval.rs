@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::debate::Debate;
 use super::usage::Usage;
 
 /// Citation priority, highest first (Muse's three tiers).
@@ -133,6 +134,10 @@ pub struct Retrieval {
     /// One per image of the post (step 0, describe); `None` until that step ran.
     #[serde(default)]
     pub images: Option<Vec<ImageDescription>>,
+    /// Where the post's picture appeared before and whether the post uses it in that context
+    /// (MAD-Sherlock); `None` when reverse image search found nothing.
+    #[serde(default)]
+    pub image_context: Option<ImageContext>,
     pub queries: Option<Vec<String>>,
     pub candidates: Option<Vec<Candidate>>,
     pub pages: Option<Vec<KeptPage>>,
@@ -192,4 +197,31 @@ pub struct ImageDescription {
     pub vision_error: Option<String>,
     #[serde(default)]
     pub refused: Option<String>,
+}
+
+/// The out-of-context check of the post's picture: the pages reverse image search found, the
+/// agents' debate over them, and its finding.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageContext {
+    /// "title — url" of each page where the picture appeared.
+    pub sources: Vec<String>,
+    #[serde(default)]
+    pub debate: Debate,
+    /// `None` until the debate ended (or was skipped).
+    #[serde(default)]
+    pub finding: Option<ContextFinding>,
+}
+
+/// What the agents found. Closed: the reply reads each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextFinding {
+    /// The post uses the picture as its sources do.
+    InContext,
+    /// Another event, place, time or person than the sources show.
+    OutOfContext,
+    /// The agents did not agree.
+    Contested,
+    /// No debate was run (`verify.mode = "off"`).
+    NotChecked,
 }

@@ -21,6 +21,8 @@ pub struct Case {
 }
 
 pub struct Debater<'a> {
+    /// The agents' system prompt (`verify.system.j2` for drafts, `ooc.system.j2` for images).
+    pub system: &'a str,
     pub llm: &'a LlmClient,
     pub prompts: &'a Prompts,
     pub agents: usize,
@@ -37,7 +39,7 @@ impl Debater<'_> {
     ) -> Result<Usage, PipelineError> {
         let n = self.agents.max(1);
         let mut usage = Usage::default();
-        let system = self.prompts.render("verify.system.j2", minijinja::context! {})?;
+        let system = self.prompts.render(self.system, minijinja::context! {})?;
         // Round 0: the missing independent opinions, all at once.
         let missing: Vec<usize> = (0..n)
             .filter(|a| !debate.turns.iter().any(|t| t.agent == *a && t.round == 0))
@@ -262,6 +264,7 @@ mod tests {
         let client = LlmClient::new(&config, None).unwrap();
         let prompts = Prompts::load(std::path::Path::new("")).unwrap();
         let d = Debater {
+            system: "verify.system.j2",
             llm: &client,
             prompts: &prompts,
             agents: 2,

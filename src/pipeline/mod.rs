@@ -110,6 +110,8 @@ pub fn build(
                     let r = crate::search::reverse::ReverseSearcher::new(&config.search, store.clone())?;
                     (!r.is_empty()).then(|| Arc::new(r))
                 },
+                context_debate: (config.verify.mode != crate::config::VerifyMode::Off)
+                    .then_some((config.verify.agents, config.verify.rounds)),
             }))
         }
     };

@@ -39,6 +39,7 @@ pub async fn run(
     }
     let facts = facts(evidence);
     let debater = Debater {
+        system: "verify.system.j2",
         llm: &p.llm,
         prompts: &p.prompts,
         agents: cfg.agents,

@@ -299,6 +299,8 @@ impl User {
     }
 
     /// Waits until the AppView shows the post at `uri` (it indexes from the PDS's firehose).
+    /// Ask as another account than the author's: the PDS adds a user's own recent records to
+    /// what she reads (read-after-write), before the AppView has indexed them.
     pub async fn wait_indexed(&self, uri: &str) {
         for _ in 0..100 {
             let r = self.get("app.bsky.feed.getPosts", &[("uris", uri)]).await;

@@ -5,6 +5,7 @@
 //! driver, which checkpoints after every finished step, so a restart resumes after the last
 //! one without repeating its LLM calls.
 
+pub mod context;
 pub mod describe;
 pub mod evidence;
 pub mod pages;
@@ -43,6 +44,9 @@ pub struct Muse {
     pub images: Option<Arc<describe::Images>>,
     /// Reverse image search (`search.reverse_backends`); `None`: none configured.
     pub reverse: Option<Arc<crate::search::reverse::ReverseSearcher>>,
+    /// Agents and rounds of the out-of-context debate ([`context`]); `None` when
+    /// `verify.mode = "off"`.
+    pub context_debate: Option<(usize, usize)>,
 }
 
 /// The steps that fill the record, in order. Closed: a new step is a new variant and a room.
@@ -51,18 +55,27 @@ pub enum Step {
     Describe,
     Queries,
     Search,
+    Context,
     Pages,
     Evidence,
 }
 
 impl Step {
-    pub const ALL: [Step; 5] = [Step::Describe, Step::Queries, Step::Search, Step::Pages, Step::Evidence];
+    pub const ALL: [Step; 6] = [
+        Step::Describe,
+        Step::Queries,
+        Step::Search,
+        Step::Context,
+        Step::Pages,
+        Step::Evidence,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Step::Describe => "describe",
             Step::Queries => "queries",
             Step::Search => "search",
+            Step::Context => "context",
             Step::Pages => "pages",
             Step::Evidence => "evidence",
         }
@@ -74,6 +87,8 @@ impl Step {
             Step::Describe => r.images.is_some(),
             Step::Queries => r.queries.is_some(),
             Step::Search => r.candidates.is_some(),
+            // Nothing to judge (no reverse image search hits) counts as done.
+            Step::Context => r.image_context.as_ref().is_none_or(|c| c.finding.is_some()),
             Step::Pages => r.pages.is_some(),
             Step::Evidence => r.evidence.is_some(),
         }
@@ -110,11 +125,17 @@ impl Muse {
                 Step::Describe => describe::run(self, post, r).await?,
                 Step::Queries => queries::run(self, &seen, r).await?,
                 Step::Search => search_policy::run(self, &seen, r).await?,
+                Step::Context => context::run(self, &seen, r).await?,
                 Step::Pages => pages::run(self, &seen, r).await?,
                 Step::Evidence => evidence::run(self, &seen, r).await?,
             };
-            // A text post's (empty) describe step stays out of the trace.
-            if step != Step::Describe || r.images.as_ref().is_some_and(|i| !i.is_empty()) {
+            // A text post's (empty) describe and context steps stay out of the trace.
+            let idle = match step {
+                Step::Describe => r.images.as_ref().is_none_or(Vec::is_empty),
+                Step::Context => r.image_context.is_none(),
+                _ => false,
+            };
+            if !idle {
                 r.record_step(step.as_str(), started.elapsed().as_millis() as u64, usage);
             }
             checkpoint(r);
@@ -122,7 +143,9 @@ impl Muse {
         let started = Instant::now();
         let evidence = r.evidence.clone().unwrap_or_default();
         let seen = describe::with_descriptions(post, r);
-        let (draft, usage) = reply::run(self, &seen, &evidence).await?;
+        let agents = self.context_debate.map_or(0, |(a, _)| a);
+        let image_context = context::for_reply(r, agents);
+        let (draft, usage) = reply::run(self, &seen, &evidence, image_context).await?;
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);
         Ok((draft, r.usage()))
     }

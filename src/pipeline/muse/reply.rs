@@ -16,7 +16,14 @@ pub const REPLY_WORDS: u32 = 120;
 
 /// The reply from the evidence; must cite at least one evidence URL (one regeneration),
 /// else the honest insufficient-evidence reply.
-pub async fn run(m: &Muse, post: &Post, evidence: &[Evidence]) -> Result<(Draft, Usage), PipelineError> {
+/// `image_context`: where the post's picture appeared and why the agents found it used out of
+/// context ([`super::context::for_reply`]), when they did.
+pub async fn run(
+    m: &Muse,
+    post: &Post,
+    evidence: &[Evidence],
+    image_context: Option<serde_json::Value>,
+) -> Result<(Draft, Usage), PipelineError> {
     let insufficient = || -> Result<(Draft, Usage), PipelineError> {
         let text = m.prompts.render("reply_insufficient.j2", context! {})?;
         Ok((
@@ -60,6 +67,9 @@ pub async fn run(m: &Muse, post: &Post, evidence: &[Evidence]) -> Result<(Draft,
         let mut ctx = post_context(post);
         ctx.insert("facts".into(), serde_json::json!(facts_ctx));
         ctx.insert("retry".into(), serde_json::json!(retry));
+        if let Some(c) = &image_context {
+            ctx.insert("image_context".into(), c.clone());
+        }
         let user = m.prompts.render("reply_muse.user.j2", &ctx)?;
         let c = m
             .llm

@@ -15,6 +15,8 @@ use crate::search::Hit;
 
 /// Links kept per priority tier per query (Muse).
 pub const PER_TIER_PER_QUERY: usize = 10;
+/// Pages of a reverse image search shown to the out-of-context debate, per image.
+pub const CONTEXT_SOURCES: usize = 10;
 
 pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
     let queries = r.queries.clone().unwrap_or_default();
@@ -41,11 +43,22 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
                 phash: image.phash.as_deref(),
             };
             match reverse.search(&q).await {
-                // Links to the post itself are not evidence about it.
-                Ok(h) => searches.push((
-                    format!("reverse image: {}", image.url),
-                    h.into_iter().filter(|h| Some(&h.url) != post.url.as_ref()).collect(),
-                )),
+                Ok(h) => {
+                    // Links to the post itself are not evidence about it.
+                    let h: Vec<Hit> = h.into_iter().filter(|h| Some(&h.url) != post.url.as_ref()).collect();
+                    // Every page showing the picture is context for the out-of-context
+                    // check, credible or not.
+                    for hit in h.iter().take(CONTEXT_SOURCES) {
+                        let ctx = r.image_context.get_or_insert_with(Default::default);
+                        let title = hit.title.trim();
+                        ctx.sources.push(if title.is_empty() {
+                            hit.url.clone()
+                        } else {
+                            format!("{title} — {}", hit.url)
+                        });
+                    }
+                    searches.push((format!("reverse image: {}", image.url), h));
+                }
                 Err(e) => tracing::warn!(image = %image.url, error = %e, "reverse image search failed"),
             }
         }
