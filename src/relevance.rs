@@ -41,6 +41,13 @@ pub struct RelevanceConfig {
     pub max_pages: usize,
     /// CPU threads for embedding: one single-threaded model session each, texts shared among them.
     pub threads: usize,
+    /// An image-embedding model (ONNX, input NCHW float, output the embedding) for visual
+    /// relevance, e.g. DINO ViT-B/8; "" = the perceptual hash decides.
+    pub image_model: String,
+    /// Its input size (square), pixels.
+    pub image_size: u32,
+    /// A page whose main image scores this cosine with the post's picture is relevant (Muse: 0.7).
+    pub image_threshold: f32,
 }
 
 impl Default for RelevanceConfig {
@@ -55,6 +62,9 @@ impl Default for RelevanceConfig {
             max_passages: 2,
             max_pages: 6,
             threads: 2,
+            image_model: String::new(),
+            image_size: 224,
+            image_threshold: 0.7,
         }
     }
 }
@@ -74,7 +84,7 @@ pub enum RelevanceError {
 /// Only one ONNX Runtime environment may exist per process.
 static ORT_ENV: Mutex<Option<ort::environment::Environment>> = Mutex::new(None);
 
-fn environment(dylib: &Path) -> ort::Result<ort::environment::Environment> {
+pub(crate) fn environment(dylib: &Path) -> ort::Result<ort::environment::Environment> {
     let mut env = ORT_ENV.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(e) = env.as_ref() {
         return Ok(e.clone());
@@ -88,7 +98,7 @@ fn environment(dylib: &Path) -> ort::Result<ort::environment::Environment> {
     Ok(built)
 }
 
-fn session(env: &ort::environment::Environment, model: &Path) -> ort::Result<Session> {
+pub(crate) fn session(env: &ort::environment::Environment, model: &Path) -> ort::Result<Session> {
     Session::builder(env)?
         .with_optimization_level(GraphOptimizationLevel::Level3)?
         .with_intra_threads(1)?

@@ -156,3 +156,48 @@ fn near_duplicates_are_found_and_different_images_are_not() {
     assert!(recall >= 0.95, "recall {recall:.3}, missed {missed:?}");
     assert!(across <= 3, "{across} false matches");
 }
+
+/// An operator-configured ONNX image model runs through `ort` as visual relevance uses it. No
+/// real image model ships in any package here, so the test builds a small real one with the
+/// `onnx` package of the sandbox (mean colour per channel: global average pooling, then
+/// flatten): the same picture resized and re-encoded scores ~1, a different picture less.
+#[test]
+fn an_onnx_image_model_embeds_pictures() {
+    let Some(dir) = shared_data("images") else { return };
+    let sandbox = common::Sandbox::load();
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("mean-colour.onnx");
+    let script = r#"
+import sys, onnx
+from onnx import helper as h, TensorProto as T
+x = h.make_tensor_value_info("pixel_values", T.FLOAT, [1, 3, 64, 64])
+y = h.make_tensor_value_info("embedding", T.FLOAT, [1, 3])
+g = h.make_graph([h.make_node("GlobalAveragePool", ["pixel_values"], ["pooled"]),
+                  h.make_node("Flatten", ["pooled"], ["embedding"])], "mean_colour", [x], [y])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.checker.check_model(m)
+onnx.save(m, sys.argv[1])
+"#;
+    let status = std::process::Command::new(sandbox.get("MUSEBOT_PYTHON"))
+        .args(["-c", script])
+        .arg(&model)
+        .status()
+        .unwrap();
+    assert!(status.success(), "building the test model failed");
+    let embedder =
+        musebot::image::embed::ImageEmbedder::load(std::path::Path::new(&sandbox.get("MUSEBOT_ORT_DYLIB")), &model, 64)
+            .unwrap();
+    let a = load(&dir, "mc_donalds_fee_1.jpg");
+    let b = load(&dir, "five_headed_snake_1.jpg");
+    let ea = embedder.embed(&a).unwrap();
+    assert_eq!(ea.len(), 3);
+    let norm: f32 = ea.iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    let copy = edits(&a).remove(1).1; // re-encoded as JPEG q60
+    let same = musebot::relevance::cosine(&ea, &embedder.embed(&copy).unwrap());
+    let other = musebot::relevance::cosine(&ea, &embedder.embed(&b).unwrap());
+    println!("image model: same picture {same:.4}, another picture {other:.4}");
+    assert!(same > 0.99, "{same}");
+    assert!(other < same, "{other} vs {same}");
+}

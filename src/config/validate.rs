@@ -263,6 +263,20 @@ fn search(c: &Config, p: &mut Problems) {
 
 /// `[relevance]`.
 fn relevance(c: &Config, p: &mut Problems) {
+    if !(c.relevance.image_threshold > 0.0 && c.relevance.image_threshold <= 1.0) {
+        p.bad(
+            "relevance.image_threshold",
+            format!("is {}", c.relevance.image_threshold),
+            "use a cosine above 0 and at most 1 (Muse used 0.7 with DINO ViT-B/8)",
+        );
+    }
+    if !(16..=1024).contains(&c.relevance.image_size) {
+        p.bad(
+            "relevance.image_size",
+            format!("is {}", c.relevance.image_size),
+            "use the model's input size, 16 to 1024 (224 for ViT models)",
+        );
+    }
     if c.relevance.threads == 0 || c.relevance.threads > 64 {
         p.bad(
             "relevance.threads",

@@ -9,6 +9,7 @@
 //! names an image for caches; [`perceptual_hash`] and [`distance`] find near-duplicates
 //! (resized, re-encoded, cropped a little, captioned) — [`ocr`] reads the text in it.
 
+pub mod embed;
 pub mod ocr;
 
 use std::io::Cursor;

@@ -74,10 +74,18 @@ pub enum MediaKind {
     Gifv,
     Video,
     Audio,
+    /// The thumbnail of a link's preview card (Mastodon `card.image`, Bluesky
+    /// `embed.external.thumb`): read like an image of the post.
+    LinkPreview,
     Unknown,
 }
 
 impl MediaKind {
+    /// A still picture the bot reads (an attached image or a link preview's thumbnail).
+    pub fn is_picture(self) -> bool {
+        matches!(self, MediaKind::Image | MediaKind::LinkPreview)
+    }
+
     /// Mastodon's attachment `type` (unknown types parse as `Unknown`).
     pub fn parse(s: &str) -> MediaKind {
         match s {

@@ -96,6 +96,13 @@ pub struct KeptPage {
     /// is relevant whatever its text scores.
     #[serde(default)]
     pub image_match: Option<u32>,
+    /// The image model's cosine between the page's main image and the post's picture, when a
+    /// model is configured (the page is relevant at `relevance.image_threshold`).
+    #[serde(default)]
+    pub image_cosine: Option<f32>,
+    /// The page's main image (`og:image`), when it announces one.
+    #[serde(default)]
+    pub main_image: Option<String>,
 }
 
 /// Verified quotes from one page.
@@ -178,6 +185,9 @@ pub struct ImageDescription {
     /// Perceptual hash (base64), for near-duplicates.
     #[serde(default)]
     pub phash: Option<String>,
+    /// The image-embedding model's vector (`relevance.image_model`), when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Vec<f32>>,
     #[serde(default)]
     pub alt: Option<String>,
     #[serde(default)]

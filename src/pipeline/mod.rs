@@ -176,5 +176,18 @@ fn images(
         vision,
         store,
         local_files: i.local_files,
+        embedder: if config.relevance.image_model.is_empty() {
+            None
+        } else {
+            Some(Arc::new(
+                crate::image::embed::ImageEmbedder::load(
+                    std::path::Path::new(&config.relevance.onnxruntime),
+                    std::path::Path::new(&config.relevance.image_model),
+                    config.relevance.image_size,
+                )
+                .map_err(anyhow::Error::msg)?,
+            ))
+        },
+        image_threshold: config.relevance.image_threshold,
     })))
 }

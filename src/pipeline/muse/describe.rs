@@ -20,7 +20,7 @@ use crate::fetch::Fetcher;
 use crate::image::ocr::Ocr;
 use crate::image::{self, ImageLimits};
 use crate::llm::{ChatMessage, LlmClient};
-use crate::model::{ImageDescription, Media, MediaKind, Post, Retrieval, Usage};
+use crate::model::{ImageDescription, Media, Post, Retrieval, Usage};
 use crate::pipeline::PipelineError;
 use crate::store::Store;
 
@@ -35,12 +35,17 @@ pub struct Images {
     pub store: Option<Store>,
     /// `file://` images may be read (`musebot check` only).
     pub local_files: bool,
+    /// The image-embedding model (`relevance.image_model`) and its threshold, when configured.
+    pub embedder: Option<Arc<crate::image::embed::ImageEmbedder>>,
+    pub image_threshold: f32,
 }
 
 /// What an image yields whatever post it is in: cached by SHA-256.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Read {
     phash: Option<String>,
+    #[serde(default)]
+    embedding: Option<Vec<f32>>,
     caption: Option<String>,
     people: Vec<String>,
     ocr: Option<String>,
@@ -60,7 +65,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     for media in post
         .media
         .iter()
-        .filter(|x| x.kind == MediaKind::Image)
+        .filter(|x| x.kind.is_picture())
         .take(images.max_images)
     {
         let (d, u) = describe(m, &images, media).await?;
@@ -129,6 +134,7 @@ async fn describe(m: &Muse, images: &Arc<Images>, media: &Media) -> Result<(Imag
         }
     };
     d.phash = read.phash;
+    d.embedding = read.embedding;
     d.caption = read.caption;
     d.people = read.people;
     d.ocr = read.ocr;
@@ -155,6 +161,14 @@ async fn read_image(images: &Images, img: &::image::DynamicImage, prompt: String
         .await
         .unwrap_or_default();
     read.phash = Some(phash).filter(|h| !h.is_empty());
+    if let Some(embedder) = images.embedder.clone() {
+        let copy = img.clone();
+        match tokio::task::spawn_blocking(move || embedder.embed(&copy)).await {
+            Ok(Ok(v)) => read.embedding = Some(v),
+            Ok(Err(e)) => tracing::warn!(error = %e, "the image model failed; the perceptual hash decides"),
+            Err(e) => tracing::warn!(error = %e, "the image model stopped"),
+        }
+    }
     if let Some(ocr) = &images.ocr {
         match ocr.read(img).await {
             Ok(text) => read.ocr = Some(text).filter(|t| !t.trim().is_empty()),

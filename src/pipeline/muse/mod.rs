@@ -170,7 +170,7 @@ pub(crate) fn post_extras(post: &Post) -> serde_json::Map<String, serde_json::Va
     let images: Vec<&str> = post
         .media
         .iter()
-        .filter(|x| x.kind == crate::model::MediaKind::Image)
+        .filter(|x| x.kind.is_picture())
         .map(|x| x.alt.as_deref().unwrap_or("(no description)"))
         .collect();
     m.insert("images".into(), serde_json::json!(images));

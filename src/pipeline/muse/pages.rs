@@ -41,8 +41,11 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     let candidates = r.candidates.clone().unwrap_or_default();
     let mut dropped = Vec::new();
     let mut tally = Tally::default();
-    let hashes: Vec<String> = r.images.iter().flatten().filter_map(|d| d.phash.clone()).collect();
-    let pages = read_pages(m, post, &hashes, candidates, m.before, &mut dropped, &mut tally).await?;
+    let pictures = Pictures {
+        hashes: r.images.iter().flatten().filter_map(|d| d.phash.clone()).collect(),
+        embeddings: r.images.iter().flatten().filter_map(|d| d.embedding.clone()).collect(),
+    };
+    let pages = read_pages(m, post, &pictures, candidates, m.before, &mut dropped, &mut tally).await?;
     if pages.is_empty() && tally.tried > 0 && tally.outages == tally.tried {
         return Err(PipelineError::Outage(format!(
             "every page fetch failed ({} pages: network, timeout or server errors)",
@@ -52,6 +55,12 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     r.dropped.extend(dropped);
     r.pages = Some(pages);
     Ok(Usage::default())
+}
+
+/// The post's pictures as visual relevance compares them.
+struct Pictures {
+    hashes: Vec<String>,
+    embeddings: Vec<Vec<f32>>,
 }
 
 /// Why a page was not read, and whether that was an outage (network, timeout, 5xx, 429).
@@ -73,7 +82,7 @@ struct Tally {
 async fn read_pages(
     m: &Muse,
     post: &Post,
-    post_hashes: &[String],
+    pictures: &Pictures,
     mut candidates: Vec<Candidate>,
     before: Option<DateTime<Utc>>,
     dropped: &mut Vec<Dropped>,
@@ -113,7 +122,7 @@ async fn read_pages(
         let post_vec = post_vec
             .as_deref()
             .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
-        kept.extend(score_wave(m, &post_text, post_vec, post_hashes, readable, dropped).await?);
+        kept.extend(score_wave(m, &post_text, post_vec, pictures, readable, dropped).await?);
         if kept.len() >= max_pages {
             dropped.extend(rest.by_ref().map(|c| Dropped {
                 url: c.url,
@@ -195,7 +204,7 @@ async fn score_wave(
     m: &Muse,
     post_text: &str,
     post_vec: &[f32],
-    post_hashes: &[String],
+    pictures: &Pictures,
     readable: Vec<(Candidate, extract::Page, Option<String>)>,
     dropped: &mut Vec<Dropped>,
 ) -> Result<Vec<KeptPage>, PipelineError> {
@@ -203,14 +212,17 @@ async fn score_wave(
     // Visual relevance: the main images of the pages, for a post with pictures.
     let mut matches = Vec::new();
     for (c, _, main) in &readable {
-        let d = match (&m.images, main) {
-            (Some(images), Some(url)) if !post_hashes.is_empty() => {
-                super::visual::distance(images, url, &c.url, post_hashes).await
+        let closeness = match (&m.images, main) {
+            (Some(images), Some(url)) if !pictures.hashes.is_empty() => {
+                super::visual::closeness(images, url, &c.url, &pictures.hashes, &pictures.embeddings)
+                    .await
+                    .map(|cl| (cl, cl.same_picture(images)))
             }
             _ => None,
         };
-        matches.push(d.filter(|d| *d <= crate::image::SAME_PICTURE));
+        matches.push(closeness);
     }
+    let mains: Vec<Option<String>> = readable.iter().map(|(_, _, main)| main.clone()).collect();
     let readable: Vec<(Candidate, extract::Page)> = readable.into_iter().map(|(c, p, _)| (c, p)).collect();
     // Cutting and ranking passages is CPU work on untrusted text: off the async workers, on
     // at most the first READ_WORDS words of each page.
@@ -231,7 +243,8 @@ async fn score_wave(
     let vectors = embed(m, per_page.iter().flatten().cloned().collect()).await?;
     let mut vectors = vectors.iter();
     let mut kept = Vec::new();
-    for (((c, page), passages), image_match) in readable.into_iter().zip(per_page).zip(matches) {
+    for ((((c, page), passages), image_match), main_image) in readable.into_iter().zip(per_page).zip(matches).zip(mains)
+    {
         let mut scored: Vec<(usize, f32)> = (0..passages.len())
             .map(|i| {
                 (
@@ -241,7 +254,8 @@ async fn score_wave(
             })
             .collect();
         let best = scored.iter().map(|s| s.1).fold(f32::MIN, f32::max);
-        if best < cfg.threshold && image_match.is_none() {
+        let same_picture = image_match.is_some_and(|(_, same)| same);
+        if best < cfg.threshold && !same_picture {
             tracing::debug!(url = %c.url, best, "low relevance");
             dropped.push(Dropped {
                 url: c.url,
@@ -261,7 +275,9 @@ async fn score_wave(
             relevance: best,
             passages: top.into_iter().map(|i| passages[i].clone()).collect(),
             words: page.word_count,
-            image_match,
+            image_match: image_match.filter(|(_, same)| *same).and_then(|(cl, _)| cl.bits),
+            image_cosine: image_match.and_then(|(cl, _)| cl.cosine),
+            main_image,
         });
     }
     Ok(kept)

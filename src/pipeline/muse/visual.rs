@@ -56,19 +56,46 @@ fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     }
 }
 
-/// The smallest distance between the page's main image and the post's images (`None` when it
-/// cannot be read), indexing the image under the page.
-pub async fn distance(images: &Images, image_url: &str, page_url: &str, post_hashes: &[String]) -> Option<u32> {
+/// How close a page's main image is to the post's pictures.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Closeness {
+    /// The smallest perceptual-hash distance, bits.
+    pub bits: Option<u32>,
+    /// The highest cosine of the image model's embeddings (when a model is configured).
+    pub cosine: Option<f32>,
+}
+
+impl Closeness {
+    /// Whether the page shows the post's picture: by the image model when one is configured,
+    /// else by the perceptual hash.
+    pub fn same_picture(&self, images: &Images) -> bool {
+        match (images.embedder.is_some(), self.cosine) {
+            (true, Some(c)) => c >= images.image_threshold,
+            (true, None) | (false, _) => self.bits.is_some_and(|d| d <= crate::image::SAME_PICTURE),
+        }
+    }
+}
+
+/// How close the page's main image is to the post's pictures (`None` when it cannot be read),
+/// indexing the image under the page.
+pub async fn closeness(
+    images: &Images,
+    image_url: &str,
+    page_url: &str,
+    post_hashes: &[String],
+    post_embeddings: &[Vec<f32>],
+) -> Option<Closeness> {
     let (_, bytes) = images
         .fetcher
         .fetch_image(image_url, images.limits.max_bytes)
         .await
         .ok()?;
     let limits = images.limits;
-    let phash = tokio::task::spawn_blocking(move || {
-        crate::image::decode(&bytes, limits)
-            .ok()
-            .map(|d| crate::image::perceptual_hash(&d.image))
+    let embedder = images.embedder.clone().filter(|_| !post_embeddings.is_empty());
+    let (phash, embedding) = tokio::task::spawn_blocking(move || {
+        let d = crate::image::decode(&bytes, limits).ok()?;
+        let embedding = embedder.and_then(|e| e.embed(&d.image).ok());
+        Some((crate::image::perceptual_hash(&d.image), embedding))
     })
     .await
     .ok()
@@ -76,10 +103,17 @@ pub async fn distance(images: &Images, image_url: &str, page_url: &str, post_has
     if let Some(store) = &images.store {
         let _ = store.add_image(&phash, page_url);
     }
-    post_hashes
+    let bits = post_hashes
         .iter()
         .filter_map(|h| crate::image::distance(h, &phash))
-        .min()
+        .min();
+    let cosine = embedding.and_then(|e| {
+        post_embeddings
+            .iter()
+            .map(|p| crate::relevance::cosine(p, &e))
+            .reduce(f32::max)
+    });
+    Some(Closeness { bits, cosine })
 }
 
 #[cfg(test)]

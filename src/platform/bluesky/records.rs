@@ -198,6 +198,14 @@ fn embed_view(post: &mut Post, e: &PostViewEmbedRefs) {
             if !post.links.contains(&v.external.uri) {
                 post.links.push(v.external.uri.clone());
             }
+            if let Some(thumb) = v.external.thumb.clone() {
+                post.media.push(Media {
+                    kind: MediaKind::LinkPreview,
+                    url: thumb,
+                    preview_url: None,
+                    alt: Some(format!("the preview of the linked page \"{}\"", v.external.title)),
+                });
+            }
         }
         PostViewEmbedRefs::AppBskyEmbedRecordView(v) => post.quote = quoted(v).map(Box::new),
         PostViewEmbedRefs::AppBskyEmbedRecordWithMediaView(v) => {

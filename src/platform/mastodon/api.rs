@@ -78,6 +78,22 @@ pub struct Status {
     /// Mastodon 4.5+: the post this one quotes (`quoted_status`, or only its id when shallow).
     #[serde(default)]
     pub quote: Option<Quote>,
+    /// The preview card of the first link (`PreviewCard`).
+    #[serde(default)]
+    pub card: Option<Card>,
+}
+
+/// A link's preview card: its page, title, and thumbnail (`image`, null when none).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Card {
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub image: Option<String>,
+    #[serde(default)]
+    pub image_description: Option<String>,
 }
 
 /// A media attachment (`MediaAttachment`); `url` is null while a remote file is not cached.

@@ -199,7 +199,7 @@ pub fn to_post(s: Status) -> Post {
     if !s.spoiler_text.is_empty() {
         text = format!("{}\n\n{}", s.spoiler_text, text);
     }
-    let media = s
+    let mut media: Vec<Media> = s
         .media_attachments
         .iter()
         .filter_map(|a| {
@@ -212,6 +212,20 @@ pub fn to_post(s: Status) -> Post {
             })
         })
         .collect();
+    if let Some(card) = s.card.as_ref() {
+        if let Some(image) = card.image.clone().filter(|i| !i.is_empty()) {
+            media.push(Media {
+                kind: MediaKind::LinkPreview,
+                url: image,
+                preview_url: None,
+                alt: card
+                    .image_description
+                    .clone()
+                    .filter(|d| !d.trim().is_empty())
+                    .or_else(|| Some(format!("the preview of the linked page \"{}\"", card.title))),
+            });
+        }
+    }
     let quote = s
         .quote
         .filter(|q| q.state == "accepted")
@@ -263,10 +277,18 @@ mod tests {
           "content":"<p><span class=\"h-card\" translate=\"no\"><a href=\"https://m.example/@bob\" class=\"u-url mention\">@<span>bob</span></a></span> see <a href=\"https://news.example/2026/11/a-very-long-article-path\" target=\"_blank\" rel=\"nofollow noopener\"><span class=\"invisible\">https://</span><span class=\"ellipsis\">news.example/2026/11/a-very-lo</span><span class=\"invisible\">ng-article-path</span></a> <a href=\"https://m.example/tags/moon\" class=\"mention hashtag\" rel=\"tag\">#<span>moon</span></a></p>",
           "media_attachments":[{"id":"9","type":"image","url":"https://files.example/a.png","preview_url":"https://files.example/a_small.png","remote_url":null,"description":"A chart of moon cheese"},
                                {"id":"10","type":"video","url":null,"remote_url":"https://remote.example/v.mp4","description":""}],
+          "card":{"url":"https://news.example/2026/11/a-very-long-article-path","title":"A very long article","type":"link","image":"https://files.example/card.png","image_description":""},
           "quote":{"state":"accepted","quoted_status":{"id":"1","created_at":"2026-11-29T10:00:00.000Z","account":{"id":"3","acct":"c@else.example"},"content":"<p>The moon is cheese</p>"}}}"##;
         let post = super::to_post(serde_json::from_str(json).unwrap());
         assert_eq!(post.links, ["https://news.example/2026/11/a-very-long-article-path"]);
-        assert_eq!(post.media.len(), 2);
+        assert_eq!(post.media.len(), 3);
+        // The link's preview card: its thumbnail is read like an image, named by the card.
+        assert_eq!(post.media[2].kind, crate::model::MediaKind::LinkPreview);
+        assert_eq!(post.media[2].url, "https://files.example/card.png");
+        assert_eq!(
+            post.media[2].alt.as_deref(),
+            Some("the preview of the linked page \"A very long article\"")
+        );
         assert_eq!(post.media[0].kind, crate::model::MediaKind::Image);
         assert_eq!(post.media[0].alt.as_deref(), Some("A chart of moon cheese"));
         assert_eq!(post.media[1].url, "https://remote.example/v.mp4");
