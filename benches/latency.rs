@@ -4,8 +4,9 @@
 //! local web (the 91 real pages, each answer delayed), search and scripted LLM (a fixed delay
 //! plus a delay per word of the answer). Printed per post: wall time p50/p99, LLM calls, how
 //! many of them ran one after another, and the share of the time spent reading pages — with
-//! draft verification off and on (the shipped default). Every latency and changed setting is
-//! printed beside the figures.
+//! draft verification off and on (the shipped default), and with two evidence calls at once
+//! (`relevance.evidence_parallel = 2`; the default reads them one after another).
+//! Every latency and changed setting is printed beside the figures.
 //!
 //! Arguments: [POSTS] (default 10) [DATA_DIR] (default ../shared/data).
 
@@ -84,11 +85,14 @@ async fn main() {
         "  {:<30} {:>9} {:>9} {:>10} {:>11} {:>13}",
         "", "p50 (s)", "p99 (s)", "LLM calls", "sequential", "pages share"
     );
-    for (label, mode) in [
-        ("verification off", VerifyMode::Off),
-        ("verification on (default)", VerifyMode::All),
+    // (label, verification, evidence calls at once)
+    for (label, mode, parallel) in [
+        ("verification off", VerifyMode::Off, 1),
+        ("verification on (default)", VerifyMode::All, 1),
+        ("on, evidence_parallel = 2", VerifyMode::All, 2),
     ] {
         config.verify.mode = mode;
+        config.relevance.evidence_parallel = parallel;
         let store = Store::open_temporary().unwrap();
         let pipeline = musebot::pipeline::build(&config, Some(store.clone()), None, None).unwrap();
         let (mut wall, mut calls, mut sequential, mut pages_ms, mut total_ms) = (Vec::new(), 0, 0, 0u64, 0u64);

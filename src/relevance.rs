@@ -48,6 +48,10 @@ pub struct RelevanceConfig {
     pub image_size: u32,
     /// A page whose main image scores this cosine with the post's picture is relevant (Muse: 0.7).
     pub image_threshold: f32,
+    /// Evidence calls (two pages each) made at once; Muse's early stop is checked between
+    /// rounds. 1 = Muse's order, fewest tokens; 2 = one call less in sequence when the first
+    /// pages do not suffice, one call more when they do.
+    pub evidence_parallel: usize,
 }
 
 impl Default for RelevanceConfig {
@@ -65,6 +69,7 @@ impl Default for RelevanceConfig {
             image_model: String::new(),
             image_size: 224,
             image_threshold: 0.7,
+            evidence_parallel: 1,
         }
     }
 }

@@ -270,6 +270,13 @@ fn relevance(c: &Config, p: &mut Problems) {
             "use a cosine above 0 and at most 1 (Muse used 0.7 with DINO ViT-B/8)",
         );
     }
+    if !(1..=6).contains(&c.relevance.evidence_parallel) {
+        p.bad(
+            "relevance.evidence_parallel",
+            format!("is {}", c.relevance.evidence_parallel),
+            "use 1 to 6 (1, Muse's one-after-another order, is the default)",
+        );
+    }
     if !(16..=1024).contains(&c.relevance.image_size) {
         p.bad(
             "relevance.image_size",

@@ -1,5 +1,5 @@
-//! Step 4, evidence: pages in order, [`EVIDENCE_PAGES`] per LLM call, until
-//! [`ENOUGH_REFUTING_PAGES`] refute. The LLM reads only each page's most relevant passages and
+//! Step 4, evidence: pages in order, [`EVIDENCE_PAGES`] per LLM call (`relevance.evidence_parallel`
+//! calls at once), until [`ENOUGH_REFUTING_PAGES`] refute. The LLM reads only each page's most relevant passages and
 //! returns refuting and context quotes; **every quote must appear verbatim** in one page's
 //! passages and is credited to that page (≤ [`QUOTES_PER_PAGE`] of each kind per page, Muse's
 //! rule); quotes found in no page are dropped and counted. Fills `Retrieval::evidence`.
@@ -33,8 +33,10 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
 
 /// Quotes from pages in order, [`EVIDENCE_PAGES`] pages per LLM call, until enough refute.
 /// One call reads a wave of pages: the post and the instructions are sent once, not once per
-/// page. Each quote is credited to the page whose passages hold it verbatim; quotes found in
-/// none are dropped and counted on the wave's first page; at most two of each kind per page.
+/// page. `relevance.evidence_parallel` waves are read at once (a round); Muse's early stop
+/// applies between rounds, so a round that already holds enough refutations is the last. Each
+/// quote is credited to the page whose passages hold it verbatim; quotes found in none are
+/// dropped and counted on the wave's first page; at most two of each kind per page.
 async fn evidence(
     m: &Muse,
     post: &Post,
@@ -44,9 +46,12 @@ async fn evidence(
     let mut usage = Usage::default();
     let mut out = Vec::new();
     let mut refuting = 0;
-    for (wave_no, wave) in pages.chunks(EVIDENCE_PAGES).enumerate() {
+    let waves: Vec<&[KeptPage]> = pages.chunks(EVIDENCE_PAGES).collect();
+    let at_once = m.relevance.evidence_parallel.max(1);
+    let mut next = 0;
+    while next < waves.len() {
         if refuting >= ENOUGH_REFUTING_PAGES {
-            for p in &pages[wave_no * EVIDENCE_PAGES..] {
+            for p in waves[next..].iter().flat_map(|w| w.iter()) {
                 dropped.push(Dropped {
                     url: p.url.clone(),
                     reason: DropReason::NotReached,
@@ -54,63 +59,79 @@ async fn evidence(
             }
             break;
         }
-        let max_each = QUOTES_PER_PAGE * wave.len();
-        let system = m.prompts.render("evidence.system.j2", context! { n => wave.len() })?;
-        let schema = serde_json::json!({"type": "object", "properties": {
-            "refute": {"type": "array", "items": {"type": "string"}, "maxItems": max_each},
-            "context": {"type": "array", "items": {"type": "string"}, "maxItems": max_each}}, "required": ["refute", "context"]});
-        let mut ctx = post_context(post);
-        let listed: Vec<serde_json::Value> = wave
-            .iter()
-            .map(|page| {
-                serde_json::json!({
-                    "published": page.published.map(|d| d.to_rfc3339()).unwrap_or_else(|| "unknown".into()),
-                    "passages": page.passages,
-                })
-            })
-            .collect();
-        ctx.insert("pages".into(), serde_json::json!(listed));
-        let user = m.prompts.render("evidence.user.j2", &ctx)?;
-        let c = m
-            .llm
-            .chat_json(
-                &[ChatMessage::system(system), ChatMessage::user(user)],
-                "evidence",
-                &schema,
-            )
-            .await?;
-        usage.prompt_tokens += c.prompt_tokens;
-        usage.completion_tokens += c.completion_tokens;
-        let (refute, context) = parse::evidence(&c.text, max_each);
-        // Each passage on its own: a "quote" stitched across two passages is not verbatim.
-        let sources: Vec<Vec<String>> = wave
-            .iter()
-            .map(|p| p.passages.iter().map(|x| parse::normalize(x)).collect())
-            .collect();
-        let (found, unverified) = attribute(refute, context, &sources);
-        if unverified > 0 {
-            tracing::info!(url = %wave[0].url, unverified, "dropped quotes not found verbatim in the pages");
-        }
-        for (i, (page, (refute, context))) in wave.iter().zip(found).enumerate() {
-            if refute.is_empty() && context.is_empty() {
-                dropped.push(Dropped {
+        let round = &waves[next..(next + at_once).min(waves.len())];
+        next += round.len();
+        let answers = futures_util::future::join_all(round.iter().map(|wave| read_wave(m, post, wave))).await;
+        for (wave, answer) in round.iter().zip(answers) {
+            let (found, unverified, u) = answer?;
+            usage.prompt_tokens += u.prompt_tokens;
+            usage.completion_tokens += u.completion_tokens;
+            if unverified > 0 {
+                tracing::info!(url = %wave[0].url, unverified, "dropped quotes not found verbatim in the pages");
+            }
+            for (i, (page, (refute, context))) in wave.iter().zip(found).enumerate() {
+                if refute.is_empty() && context.is_empty() {
+                    dropped.push(Dropped {
+                        url: page.url.clone(),
+                        reason: DropReason::NoEvidence,
+                    });
+                }
+                refuting += usize::from(!refute.is_empty());
+                out.push(Evidence {
                     url: page.url.clone(),
-                    reason: DropReason::NoEvidence,
+                    tier: page.tier,
+                    published: page.published,
+                    relevance: page.relevance,
+                    refute,
+                    context,
+                    unverified: if i == 0 { unverified } else { 0 },
                 });
             }
-            refuting += usize::from(!refute.is_empty());
-            out.push(Evidence {
-                url: page.url.clone(),
-                tier: page.tier,
-                published: page.published,
-                relevance: page.relevance,
-                refute,
-                context,
-                unverified: if i == 0 { unverified } else { 0 },
-            });
         }
     }
     Ok((out, usage))
+}
+
+/// One evidence call on one wave of pages: the quotes credited per page, how many no page
+/// holds verbatim, and the tokens.
+async fn read_wave(m: &Muse, post: &Post, wave: &[KeptPage]) -> Result<(Vec<PageQuotes>, usize, Usage), PipelineError> {
+    let max_each = QUOTES_PER_PAGE * wave.len();
+    let system = m.prompts.render("evidence.system.j2", context! { n => wave.len() })?;
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "refute": {"type": "array", "items": {"type": "string"}, "maxItems": max_each},
+        "context": {"type": "array", "items": {"type": "string"}, "maxItems": max_each}}, "required": ["refute", "context"]});
+    let mut ctx = post_context(post);
+    let listed: Vec<serde_json::Value> = wave
+        .iter()
+        .map(|page| {
+            serde_json::json!({
+                "published": page.published.map(|d| d.to_rfc3339()).unwrap_or_else(|| "unknown".into()),
+                "passages": page.passages,
+            })
+        })
+        .collect();
+    ctx.insert("pages".into(), serde_json::json!(listed));
+    let user = m.prompts.render("evidence.user.j2", &ctx)?;
+    let c = m
+        .llm
+        .chat_json(
+            &[ChatMessage::system(system), ChatMessage::user(user)],
+            "evidence",
+            &schema,
+        )
+        .await?;
+    let usage = Usage {
+        prompt_tokens: c.prompt_tokens,
+        completion_tokens: c.completion_tokens,
+    };
+    let (refute, context) = parse::evidence(&c.text, max_each);
+    // Each passage on its own: a "quote" stitched across two passages is not verbatim.
+    let sources: Vec<Vec<String>> = wave
+        .iter()
+        .map(|p| p.passages.iter().map(|x| parse::normalize(x)).collect())
+        .collect();
+    let (found, unverified) = attribute(refute, context, &sources);
+    Ok((found, unverified, usage))
 }
 
 /// Refuting and context quotes credited to one page.
