@@ -1,4 +1,4 @@
-//! Step 3, context (MAD-Sherlock, seed 004): does the post use its picture in the picture's
+//! Step 2b, context (MAD-Sherlock, seed 004; after search, before pages): does the post use its picture in the picture's
 //! original context? When reverse image search found where the picture appeared before, the
 //! pages' titles are the "external context"; agents (the same [`Debater`] as draft
 //! verification, with their own system prompt) debate whether the post's claims about the

@@ -108,12 +108,12 @@ async fn read_pages(
             break;
         }
         let readable = match &post_vec {
-            Some(_) => fetch_wave(m, wave, before, dropped, tally).await,
+            Some(_) => fetch_wave(m, wave, before, !pictures.hashes.is_empty(), dropped, tally).await,
             None => {
                 // The post is embedded while the first wave downloads.
                 let (vector, readable) = tokio::join!(
                     embed(m, vec![post_text.clone()]),
-                    fetch_wave(m, wave, before, dropped, tally)
+                    fetch_wave(m, wave, before, !pictures.hashes.is_empty(), dropped, tally)
                 );
                 post_vec = vector?.pop();
                 readable
@@ -147,6 +147,7 @@ async fn fetch_wave(
     m: &Muse,
     wave: Vec<Candidate>,
     before: Option<DateTime<Utc>>,
+    want_main_image: bool,
     dropped: &mut Vec<Dropped>,
     tally: &mut Tally,
 ) -> Vec<(Candidate, extract::Page, Option<String>)> {
@@ -154,7 +155,10 @@ async fn fetch_wave(
         .map(|c| async move {
             let page = match m.fetcher.fetch(&c.url).await {
                 Ok(f) => {
-                    let main_image = super::visual::main_image(&f.html, &f.url);
+                    // Only a post with pictures compares pages' main images.
+                    let main_image = want_main_image
+                        .then(|| super::visual::main_image(&f.html, &f.url))
+                        .flatten();
                     let url = f.url.to_string();
                     let html = f.html;
                     // Bounded nesting, its own big-stack thread, a time budget: a hostile page

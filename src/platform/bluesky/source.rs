@@ -157,12 +157,10 @@ impl BlueskySource {
         if let Some(c) = cursor {
             params.push(("cursor", c.to_string()));
         }
-        // An empty answer body (some proxies) reads as no notifications.
-        let page: serde_json::Value = self
+        Ok(self
             .xrpc
             .query("listNotifications", "app.bsky.notification.listNotifications", &params)
-            .await?;
-        Ok(serde_json::from_value(page)?)
+            .await?)
     }
 }
 
