@@ -5,7 +5,11 @@
 //! plus a delay per word of the answer). Printed per post: wall time p50/p99, LLM calls, how
 //! many of them ran one after another, and the share of the time spent reading pages — with
 //! draft verification off and on (the shipped default), and with two evidence calls at once
-//! (`relevance.evidence_parallel = 2`; the default reads them one after another).
+//! (`relevance.evidence_parallel = 2`; the default reads them one after another). A second
+//! scenario, "later pages refute", has the scripted LLM find refuting quotes only in some
+//! pages (a hash of the page picks one in three), so Muse's early stop needs more evidence
+//! calls and reading two at once can pay. Tokens per post are printed in all, and the draft
+//! debate's share of them (the trace's `verify` stage).
 //! Every latency and changed setting is printed beside the figures.
 //!
 //! Arguments: [POSTS] (default 10) [DATA_DIR] (default ../shared/data).
@@ -46,7 +50,15 @@ async fn main() {
     let (site, urls, hosts) = common::pages(&data);
     let web = web::Site::start_slow(site, PAGE_DELAY).await;
     let search = web::SearchServer::start(move |q| common::results_for(&urls, q)).await;
-    let mut script = llm::Script::routed(answer);
+    let late = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let only_some = late.clone();
+    let mut script = llm::Script::routed(move |body| {
+        if only_some.load(Ordering::SeqCst) {
+            late_refute(body)
+        } else {
+            answer(body)
+        }
+    });
     script.delay = LLM_FIXED;
     script.per_word = LLM_PER_WORD;
     let llm = llm::ScriptedLlm::start(script).await;
@@ -82,20 +94,24 @@ async fn main() {
     println!("  changed settings: relevance.threshold = 0.0, credibility.include_unknown = true");
     println!();
     println!(
-        "  {:<30} {:>9} {:>9} {:>10} {:>11} {:>13}",
-        "", "p50 (s)", "p99 (s)", "LLM calls", "sequential", "pages share"
+        "  {:<36} {:>8} {:>8} {:>10} {:>11} {:>12} {:>13} {:>13}",
+        "", "p50 (s)", "p99 (s)", "LLM calls", "sequential", "pages share", "prompt words", "debate words"
     );
-    // (label, verification, evidence calls at once)
-    for (label, mode, parallel) in [
-        ("verification off", VerifyMode::Off, 1),
-        ("verification on (default)", VerifyMode::All, 1),
-        ("on, evidence_parallel = 2", VerifyMode::All, 2),
+    // (label, refuting pages, verification, evidence calls at once)
+    for (label, late_pages, mode, parallel) in [
+        ("verification off", false, VerifyMode::Off, 1),
+        ("verification on (default)", false, VerifyMode::All, 1),
+        ("on, evidence_parallel = 2", false, VerifyMode::All, 2),
+        ("later pages refute, default", true, VerifyMode::All, 1),
+        ("later pages refute, parallel = 2", true, VerifyMode::All, 2),
     ] {
+        late.store(late_pages, Ordering::SeqCst);
         config.verify.mode = mode;
         config.relevance.evidence_parallel = parallel;
         let store = Store::open_temporary().unwrap();
         let pipeline = musebot::pipeline::build(&config, Some(store.clone()), None, None).unwrap();
         let (mut wall, mut calls, mut sequential, mut pages_ms, mut total_ms) = (Vec::new(), 0, 0, 0u64, 0u64);
+        let (mut tokens, mut debate_tokens) = (0u64, 0u64);
         for (i, text) in posts.iter().enumerate() {
             let post = Post::text_only(
                 &format!("p{i}"),
@@ -142,6 +158,7 @@ async fn main() {
                 text: String::new(),
             });
             store.save(&job).unwrap();
+            llm.requests.lock().unwrap().clear();
             let before = llm.calls.load(Ordering::SeqCst);
             llm.sequential_calls();
             let t = Instant::now();
@@ -152,6 +169,23 @@ async fn main() {
             calls += llm.calls.load(Ordering::SeqCst) - before;
             sequential += llm.sequential_calls();
             let done = store.job(&job.id).unwrap().unwrap();
+            // Prompt words of this post's calls (the scripted server's usage figures are fixed).
+            for body in llm.requests.lock().unwrap().drain(..) {
+                let words: u64 = body["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| m["content"].as_str().unwrap_or("").split_whitespace().count() as u64)
+                    .sum();
+                tokens += words;
+                if body["messages"][0]["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("You check a reply")
+                {
+                    debate_tokens += words;
+                }
+            }
             pages_ms += done
                 .retrieval
                 .iter()
@@ -162,13 +196,40 @@ async fn main() {
         }
         let n = posts.len() as f64;
         println!(
-            "  {:<30} {:>9.2} {:>9.2} {:>10.1} {:>11.1} {:>12.0}%",
+            "  {:<36} {:>8.2} {:>8.2} {:>10.1} {:>11.1} {:>11.0}% {:>13.0} {:>13.0}",
             label,
             percentile(&mut wall.clone(), 0.5),
             percentile(&mut wall, 0.99),
             calls as f64 / n,
             sequential as f64 / n,
-            100.0 * pages_ms as f64 / total_ms.max(1) as f64
+            100.0 * pages_ms as f64 / total_ms.max(1) as f64,
+            tokens as f64 / n,
+            debate_tokens as f64 / n
         );
     }
+}
+
+/// As [`answer`], but the evidence calls quote only the pages a hash picks (one in three), so
+/// the first pages read often refute nothing.
+fn late_refute(body: &serde_json::Value) -> String {
+    let system = body["messages"][0]["content"].as_str().unwrap_or("");
+    if !system.contains("Quote passages") {
+        return answer(body);
+    }
+    let user = body["messages"][1]["content"].as_str().unwrap_or("");
+    let quotes: Vec<String> = user
+        .split("content:\n")
+        .skip(1)
+        .filter(|content| {
+            let words: Vec<&str> = content.split_whitespace().take(16).collect();
+            words
+                .join(" ")
+                .bytes()
+                .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32))
+                % 3
+                == 0
+        })
+        .map(|content| content.split_whitespace().take(16).collect::<Vec<_>>().join(" "))
+        .collect();
+    serde_json::json!({"refute": quotes, "context": []}).to_string()
 }

@@ -27,6 +27,9 @@ pub struct StageLabel {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TokenLabel {
+    /// The stage that spent them: `draft` (retrieval, the image-context debate, the reply),
+    /// `verify` (the draft's debate and revision).
+    pub stage: String,
     pub kind: String,
 }
 
@@ -98,7 +101,7 @@ impl Metrics {
         registry.register("stage_seconds", "Time spent per stage", stage_seconds.clone());
         registry.register(
             "llm_tokens",
-            "LLM tokens used, by kind (prompt|completion)",
+            "LLM tokens used, by stage (draft|verify) and kind (prompt|completion)",
             llm_tokens.clone(),
         );
         registry.register("errors", "Errors, by kind", errors.clone());
@@ -148,15 +151,15 @@ impl Metrics {
             .observe(seconds);
     }
 
-    pub fn tokens(&self, prompt: u64, completion: u64) {
-        self.llm_tokens
-            .get_or_create(&TokenLabel { kind: "prompt".into() })
-            .inc_by(prompt);
-        self.llm_tokens
-            .get_or_create(&TokenLabel {
-                kind: "completion".into(),
-            })
-            .inc_by(completion);
+    pub fn tokens(&self, stage: &str, prompt: u64, completion: u64) {
+        for (kind, n) in [("prompt", prompt), ("completion", completion)] {
+            self.llm_tokens
+                .get_or_create(&TokenLabel {
+                    stage: stage.into(),
+                    kind: kind.into(),
+                })
+                .inc_by(n);
+        }
     }
 
     pub fn error(&self, kind: &str) {

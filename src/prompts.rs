@@ -39,6 +39,8 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "describe_merge.user.j2",
     "ooc.system.j2",
     "ooc.user.j2",
+    "ooc_summary.system.j2",
+    "ooc_summary.user.j2",
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -12,6 +12,7 @@ use std::time::Duration;
 use common::*;
 use serde_json::{json, Value};
 
+const SUMMARY: &str = "The pages show the notice as a prank sign photographed at a McDonald's in Houston, Texas, in 2016; the company said it never issued it.";
 const DESCRIPTION: &str = "A photo of a printed notice on a McDonald's window announcing an extra fee of $1.50 for African-American customers.";
 
 fn system_of(body: &Value) -> String {
@@ -203,9 +204,11 @@ async fn an_image_post_is_described_and_hostile_images_cost_only_themselves() {
 /// its documented format) finds the picture on a fact-check page; the page is read through the
 /// same credibility, fetch and extraction path as a web result, kept because its main image
 /// (`og:image`, served re-encoded and resized) is the post's picture — the text threshold is
-/// set out of reach, so only visual relevance can keep it — and the reply cites it. The agents
-/// of the out-of-context debate see where the picture appeared, find it used out of context,
-/// and the reply is told why.
+/// set out of reach, so only visual relevance can keep it — and the reply cites it. The first
+/// pages showing the picture (one in Spanish, showing it at another place and year) are read
+/// and summarised in one call; the agents of the out-of-context debate (the vision model) see
+/// the picture, the sources and that summary, find it used out of context, and the reply names
+/// where the picture comes from and cites the page that shows it there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
     use axum::routing::get;
@@ -234,10 +237,21 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
 <body><article><h1>Fact check: sign is fake</h1><p>{}</p></article></body></html>"#,
         "The company said the printed note was never issued by any of its restaurants and that the wording was invented. Local staff confirmed that no such charge exists and that every customer pays the same price. ".repeat(6)
     );
+    // Where the picture really comes from, in Spanish (the summary call reads any language).
+    let spanish = format!(
+        r#"<html lang="es"><head><title>Un cartel falso en un McDonald's de Houston</title>
+<meta property="article:published_time" content="2016-08-10T10:00:00Z"></head>
+<body><article><h1>Un cartel falso en un McDonald's de Houston</h1><p>{}</p></article></body></html>"#,
+        "La foto del cartel que anuncia un cargo adicional fue tomada en 2016 en un restaurante de Houston, Texas, y fue una broma de un cliente. La empresa dijo que nunca publicó ese aviso. ".repeat(6)
+    );
     let router = axum::Router::new()
         .route(
             "/fact-check/fake-sign",
             get(move || async move { axum::response::Html(article.clone()) }),
+        )
+        .route(
+            "/es/article/cartel-falso",
+            get(move || async move { axum::response::Html(spanish.clone()) }),
         )
         .route(
             "/img/sign.jpg",
@@ -257,7 +271,8 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
                 seen.lock().unwrap().push(q.0.clone());
                 let first = q.get("start").map(String::as_str) == Some("0");
                 let results = if first && q.get("engine").map(String::as_str) == Some("google_reverse_image") {
-                    json!([{"position": 1, "title": "Fact check: sign is fake", "link": "http://www.reuters.com/fact-check/fake-sign", "snippet": "A fake notice"}])
+                    json!([{"position": 1, "title": "Fact check: sign is fake", "link": "http://www.reuters.com/fact-check/fake-sign", "snippet": "A fake notice"},
+                           {"position": 2, "title": "Un cartel falso en un McDonald's de Houston", "link": "http://apnews.com/es/article/cartel-falso", "snippet": "Una broma de 2016"}])
                 } else {
                     json!([])
                 };
@@ -269,6 +284,9 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
     let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
         let system = system_of(body);
         let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        if system.contains("You summarise where an image appeared") {
+            return SUMMARY.into();
+        }
         if system.contains("uses an image in its original context") {
             return json!({"verdict": "unsupported", "reasons": "The sources show a fabricated notice.",
                           "objections": ["The post presents a fabricated notice as a real McDonald's sign."]})
@@ -281,6 +299,10 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
             return json!({"refute": [quote], "context": []}).to_string();
         }
         if system.contains("using only the facts given") {
+            // Names where the picture comes from when told, citing the page that shows it.
+            if user.contains("<image_context>") && user.contains("http://apnews.com/es/article/cartel-falso") {
+                return json!({"verdict": "misleading", "explanation": "This photo is not from Paris: it shows a prank sign at a McDonald's in Houston, Texas, in 2016. http://apnews.com/es/article/cartel-falso"}).to_string();
+            }
             let url = evidence_urls(user, 1).first().map(|u| u.to_string()).unwrap_or_default();
             return json!({"verdict": "inaccurate", "explanation": format!("The company says it never issued this notice: {url}")}).to_string();
         }
@@ -298,7 +320,7 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
         r#"reverse_backends = [{{ kind = "serpapi_reverse", base_url = "http://{serpapi}", api_key_env = "MUSEBOT_TEST_SERPAPI_KEY" }}]"#
     );
     let fetch = format!(
-        "test_allow_addrs = [\"127.0.0.1:{}\", \"{site}\"]\ntest_resolve = [\"www.reuters.com={site}\"]",
+        "test_allow_addrs = [\"127.0.0.1:{}\", \"{site}\"]\ntest_resolve = [\"www.reuters.com={site}\", \"apnews.com={site}\"]",
         mock.port
     );
     // Text relevance out of reach: only the picture can keep a page.
@@ -309,7 +331,7 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
 
     let id = mock.upload(ALICE_TOKEN, photo, "notice.jpg", "image/jpeg", None).await;
     let form = [
-        ("status", "Seen at a McDonald's today!"),
+        ("status", "Seen at a McDonald's in Paris today!"),
         ("visibility", "public"),
         ("media_ids[]", id.as_str()),
     ];
@@ -325,21 +347,45 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
         .wait_for_replies(&mock, Duration::from_secs(120), |s| !s.is_empty())
         .await;
     let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
+    // The reply names where the picture comes from and cites the page that shows it there.
     assert!(
-        reply.contains("http://www.reuters.com/fact-check/fake-sign"),
-        "the reply cites the page the reverse search found: {reply}\n{}",
-        daemon.log_text()
+        reply.contains("Houston") && reply.contains("http://apnews.com/es/article/cartel-falso"),
+        "{reply}"
     );
-    // The agents judged the picture out of context, and the reply was told where it came from.
     let requests = llm.requests.lock().unwrap().clone();
+    // One summary call read the first pages showing the picture, the Spanish one included.
+    let summaries: Vec<&Value> = requests
+        .iter()
+        .filter(|b| system_of(b).contains("You summarise where an image appeared"))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:#?}");
+    let read = summaries[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        read.contains("url: http://apnews.com/es/article/cartel-falso"),
+        "{read}"
+    );
+    assert!(read.contains("language: es") && read.contains("una broma"), "{read}");
+    assert!(
+        read.contains("url: http://www.reuters.com/fact-check/fake-sign"),
+        "{read}"
+    );
+    // The agents (the vision model) saw the picture, the sources and the summary.
     let debate = requests
         .iter()
         .find(|b| system_of(b).contains("uses an image in its original context"))
         .expect("an out-of-context debate");
-    let opening = debate["messages"][1]["content"].as_str().unwrap();
+    let parts = &debate["messages"][1]["content"];
+    let opening = parts[0]["text"].as_str().unwrap_or_default();
     assert!(
         opening.contains("Fact check: sign is fake — http://www.reuters.com/fact-check/fake-sign"),
         "{opening}"
+    );
+    assert!(opening.contains(SUMMARY), "{opening}");
+    assert!(
+        parts[1]["image_url"]["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("data:image/jpeg;base64,")),
+        "the agents see the picture: {parts}"
     );
     let reply_prompt = requests
         .iter()
@@ -350,6 +396,21 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
     let ctx = block(&reply_prompt, "image_context");
     assert!(
         ctx.contains("fabricated notice as a real McDonald's sign"),
+        "{reply_prompt}"
+    );
+    assert!(ctx.contains(SUMMARY), "{reply_prompt}");
+    // The fact-check page was kept by its picture alone, and quoted.
+    let evidence = block(&reply_prompt, "evidence");
+    assert!(
+        evidence.lines().any(|l| l
+            .ends_with("(source: http://www.reuters.com/fact-check/fake-sign, published 2020-03-01)")
+            && !l.contains("The post's image appeared")),
+        "{reply_prompt}\n{}",
+        daemon.log_text()
+    );
+    // The pages showing the picture joined the evidence the reply may cite.
+    assert!(
+        evidence.contains("(source: http://apnews.com/es/article/cartel-falso"),
         "{reply_prompt}"
     );
     assert!(

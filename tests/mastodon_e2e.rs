@@ -80,7 +80,7 @@ async fn mention_under_a_status_gets_a_threaded_reply() {
     );
     assert!(metrics.contains("musebot_jobs_total{outcome=\"reply\"} 1"), "{metrics}");
     assert!(
-        metrics.contains("musebot_llm_tokens_total{kind=\"prompt\"} 42"),
+        metrics.contains("musebot_llm_tokens_total{stage=\"draft\",kind=\"prompt\"} 42"),
         "{metrics}"
     );
     assert!(

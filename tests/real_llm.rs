@@ -70,6 +70,7 @@ async fn a_real_local_llm_debates_a_draft_to_the_end() {
     };
     let case = Case {
         opening: "<post>The Great Wall of China is visible from the Moon.</post>\n<evidence>- Astronauts say the wall cannot be seen from the Moon with the naked eye. (source: https://www.nasa.gov/wall)</evidence>\n<draft>This post is false. Astronauts say the wall cannot be seen from the Moon. https://www.nasa.gov/wall</draft>".into(),
+        images: Vec::new(),
     };
     let mut debate = Debate::default();
     debater.run(&case, &mut debate, &mut |_| {}).await.unwrap();

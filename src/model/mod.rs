@@ -21,8 +21,8 @@ pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRe
 pub use legacy::{decode_job, DecodeError};
 pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
 pub use retrieval::{
-    Candidate, ContextFinding, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage, Retrieval,
-    StepTrace, Tier,
+    Candidate, ContextFinding, ContextPage, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage,
+    Retrieval, StepTrace, Tier,
 };
 pub use trigger::{Account, Cause, Trigger};
 pub use usage::Usage;

@@ -164,6 +164,14 @@ impl Retrieval {
         });
     }
 
+    /// The evidence the reply and its verification read: the pages' quotes, then the pages
+    /// where the picture appeared when it was found used out of context.
+    pub fn all_evidence(&self) -> Vec<Evidence> {
+        let mut all = self.evidence.clone().unwrap_or_default();
+        all.extend(self.image_context.iter().flat_map(|c| c.evidence.iter().cloned()));
+        all
+    }
+
     /// Tokens of every finished step (derived from the step traces).
     pub fn usage(&self) -> Usage {
         self.steps.iter().fold(Usage::default(), |u, s| Usage {
@@ -215,11 +223,39 @@ pub struct ImageDescription {
 pub struct ImageContext {
     /// "title — url" of each page where the picture appeared.
     pub sources: Vec<String>,
+    /// Those pages' URLs, in the search's order (the first few are read).
+    #[serde(default)]
+    pub urls: Vec<String>,
+    /// The pages read for the summary, each read or skipped with a reason; `None` until read.
+    #[serde(default)]
+    pub read: Option<Vec<ContextPage>>,
+    /// One summary of what the read pages say the picture shows (where, when, who), in English.
+    #[serde(default)]
+    pub summary: Option<String>,
     #[serde(default)]
     pub debate: Debate,
     /// `None` until the debate ended (or was skipped).
     #[serde(default)]
     pub finding: Option<ContextFinding>,
+    /// When the finding is out of context: the read pages as evidence the reply and its
+    /// verification may cite (see [`Retrieval::all_evidence`]).
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
+}
+
+/// One page where the picture appeared, as the context step read it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextPage {
+    pub url: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub language: Option<String>,
+    #[serde(default)]
+    pub published: Option<DateTime<Utc>>,
+    /// Why it was not read (unreachable, blocked, unreadable, too short); `None`: read.
+    #[serde(default)]
+    pub skipped: Option<String>,
 }
 
 /// What the agents found. Closed: the reply reads each.

@@ -15,9 +15,21 @@ use crate::llm::{ChatMessage, LlmClient};
 use crate::model::{Debate, DebateEnd, Support, Turn, Usage};
 use crate::prompts::Prompts;
 
-/// What the agents examine: the first user message of every agent (already rendered).
+/// What the agents examine: the first user message of every agent (already rendered), with
+/// the pictures it shows (data URLs; empty unless the debater's model has vision).
 pub struct Case {
     pub opening: String,
+    pub images: Vec<String>,
+}
+
+impl Case {
+    fn message(&self) -> ChatMessage {
+        if self.images.is_empty() {
+            ChatMessage::user(self.opening.clone())
+        } else {
+            ChatMessage::user_with_images(self.opening.clone(), &self.images)
+        }
+    }
 }
 
 pub struct Debater<'a> {
@@ -46,10 +58,7 @@ impl Debater<'_> {
             .collect();
         if debate.end.is_none() && !missing.is_empty() {
             let calls = missing.iter().map(|&agent| {
-                let messages = vec![
-                    ChatMessage::system(system.clone()),
-                    ChatMessage::user(case.opening.clone()),
-                ];
+                let messages = vec![ChatMessage::system(system.clone()), case.message()];
                 async move { (agent, self.ask(&messages).await) }
             });
             for (agent, answer) in join_all(calls).await {
@@ -98,7 +107,7 @@ impl Debater<'_> {
         agent: usize,
         n: usize,
     ) -> Result<Vec<ChatMessage>, PipelineError> {
-        let mut messages = vec![ChatMessage::system(system), ChatMessage::user(case.opening.clone())];
+        let mut messages = vec![ChatMessage::system(system), case.message()];
         let mine: Vec<&Turn> = debate.turns.iter().filter(|t| t.agent == agent).collect();
         for (i, turn) in mine.iter().enumerate() {
             messages.push(ChatMessage {
@@ -272,6 +281,7 @@ mod tests {
         };
         let case = Case {
             opening: "<draft>The Moon is 3 km wide.</draft>".into(),
+            images: Vec::new(),
         };
         let mut debate = start;
         let mut saved = 0;

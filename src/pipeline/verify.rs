@@ -109,6 +109,7 @@ fn case_for(p: &Pipeline, post: &Post, facts: &serde_json::Value, draft: &str) -
     ctx.insert("draft".into(), serde_json::json!(draft));
     Ok(Case {
         opening: p.prompts.render("verify.user.j2", &ctx)?,
+        images: Vec::new(),
     })
 }
 

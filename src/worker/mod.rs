@@ -127,7 +127,9 @@ impl Run<'_> {
             job.updated_at = chrono::Utc::now();
             match result {
                 Ok(StageOutcome::Next(usage)) => {
-                    self.worker.metrics.tokens(usage.prompt_tokens, usage.completion_tokens);
+                    self.worker
+                        .metrics
+                        .tokens(stage.as_str(), usage.prompt_tokens, usage.completion_tokens);
                     job.trace.push(StageRecord {
                         stage,
                         millis: (seconds * 1000.0) as u64,
@@ -238,11 +240,7 @@ impl Run<'_> {
     async fn verify(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         let target = job.target.clone().expect("verify runs after resolve");
         let draft = job.draft.clone().expect("verify runs after draft");
-        let evidence = job
-            .retrieval
-            .as_ref()
-            .and_then(|r| r.evidence.clone())
-            .unwrap_or_default();
+        let evidence = job.retrieval.as_ref().map(Retrieval::all_evidence).unwrap_or_default();
         let mut verification = job.verification.clone().unwrap_or_default();
         // Each debate turn is saved with the job, so a restart resumes at the turn it lost.
         let (store, mut snapshot) = (self.worker.store.clone(), job.clone());

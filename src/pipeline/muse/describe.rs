@@ -95,17 +95,7 @@ async fn describe(m: &Muse, images: &Arc<Images>, media: &Media) -> Result<(Imag
         alt: media.alt.clone(),
         ..Default::default()
     };
-    let local = media.url.strip_prefix("file://").filter(|_| images.local_files);
-    let fetched = match local {
-        Some(path) => read_file(path, images.limits.max_bytes),
-        None => images
-            .fetcher
-            .fetch_image(&media.url, images.limits.max_bytes)
-            .await
-            .map(|(_, b)| b)
-            .map_err(|e| format!("not fetched: {e}")),
-    };
-    let bytes = match fetched {
+    let bytes = match load(images, &media.url).await {
         Ok(b) => b,
         Err(e) => return finish(m, d, Some(e)).await,
     };
@@ -140,6 +130,34 @@ async fn describe(m: &Muse, images: &Arc<Images>, media: &Media) -> Result<(Imag
     d.ocr = read.ocr;
     d.vision_error = read.vision_error;
     finish(m, d, None).await
+}
+
+/// The image's bytes, fetched through the guarded fetcher (or read from a local file for
+/// `musebot check --image FILE`).
+async fn load(images: &Images, url: &str) -> Result<Vec<u8>, String> {
+    match url.strip_prefix("file://").filter(|_| images.local_files) {
+        Some(path) => read_file(path, images.limits.max_bytes),
+        None => images
+            .fetcher
+            .fetch_image(url, images.limits.max_bytes)
+            .await
+            .map(|(_, b)| b)
+            .map_err(|e| format!("not fetched: {e}")),
+    }
+}
+
+/// The picture at `url` as the vision model receives it (a JPEG data URL, longest side
+/// 1024), for the out-of-context agents; `None` (logged) when it cannot be read again.
+pub(crate) async fn vision_copy(images: &Images, url: &str) -> Option<String> {
+    let bytes = load(images, url)
+        .await
+        .map_err(|e| tracing::warn!(url, error = %e, "the picture could not be read again for the agents"))
+        .ok()?;
+    let limits = images.limits;
+    tokio::task::spawn_blocking(move || image::decode(&bytes, limits).ok().and_then(|d| vision_jpeg(&d.image)))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// A local image (`musebot check --image FILE`), at most `max` bytes.

@@ -125,7 +125,7 @@ impl Muse {
                 Step::Describe => describe::run(self, post, r).await?,
                 Step::Queries => queries::run(self, &seen, r).await?,
                 Step::Search => search_policy::run(self, &seen, r).await?,
-                Step::Context => context::run(self, &seen, r).await?,
+                Step::Context => context::run(self, &seen, r, checkpoint).await?,
                 Step::Pages => pages::run(self, &seen, r).await?,
                 Step::Evidence => evidence::run(self, &seen, r).await?,
             };
@@ -141,7 +141,7 @@ impl Muse {
             checkpoint(r);
         }
         let started = Instant::now();
-        let evidence = r.evidence.clone().unwrap_or_default();
+        let evidence = r.all_evidence();
         let seen = describe::with_descriptions(post, r);
         let agents = self.context_debate.map_or(0, |(a, _)| a);
         let image_context = context::for_reply(r, agents);

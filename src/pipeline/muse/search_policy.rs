@@ -50,6 +50,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
                     // check, credible or not.
                     for hit in h.iter().take(CONTEXT_SOURCES) {
                         let ctx = r.image_context.get_or_insert_with(Default::default);
+                        ctx.urls.push(hit.url.clone());
                         let title = hit.title.trim();
                         ctx.sources.push(if title.is_empty() {
                             hit.url.clone()
