@@ -121,6 +121,7 @@ async fn main() {
                 Visibility::Public,
             );
             let worker = Worker {
+                moderation: musebot::moderation::Moderation::new(config.moderation.clone(), store.clone()),
                 store: store.clone(),
                 platforms: Platforms::new([Platform::DryRun(DryRun::text(
                     post,

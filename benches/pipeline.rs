@@ -107,6 +107,7 @@ async fn main() {
         images: None,
         reverse: None,
         context_debate: None,
+        blocked_domains: Vec::new(),
     };
     let tokenizer = tokenizers::Tokenizer::from_file(&sandbox["MUSEBOT_EMBED_TOKENIZER"]).unwrap();
     let mut tokenizer = tokenizer;

@@ -102,6 +102,7 @@ pub async fn check(
     let metrics = Metrics::new();
     let pipeline = crate::pipeline::build(config, Some(store.clone()), Some(metrics.clone()), before)?;
     let worker = Worker {
+        moderation: crate::moderation::Moderation::new(config.moderation.clone(), store.clone()),
         store: store.clone(),
         platforms: Platforms::new([Platform::DryRun(platform)]),
         prompts: pipeline.prompts.clone(),

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::intake::Intake;
+use crate::intake::{Intake, Queues};
 use crate::metrics::Metrics;
+use crate::moderation::Moderation;
 use crate::platform::bluesky::Bluesky;
 use crate::platform::mastodon::Mastodon;
 use crate::platform::source::Source;
@@ -89,6 +89,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             return Ok(());
         };
         platforms.insert(Platform::Mastodon(mastodon));
+        sources.push(Source::MastodonHashtags(
+            crate::platform::mastodon::hashtag::HashtagWatch {
+                client: source.client.clone(),
+                bot: source.bot.clone(),
+                every: Duration::from_secs(config.moderation.hashtag_poll_secs),
+            },
+        ));
         sources.push(Source::Mastodon(source));
     }
     if let Some(password) = bluesky_password {
@@ -102,11 +109,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         sources.push(Source::Bluesky(source));
     }
 
-    let (queue_tx, queue_rx) = mpsc::channel(config.daemon.queue_capacity);
+    let (queues, first_rx, later_rx) = Queues::new(config.daemon.queue_capacity);
+    let moderation = Moderation::new(config.moderation.clone(), store.clone());
     let intake = Intake::new(
         store.clone(),
         metrics.clone(),
-        queue_tx,
+        queues,
         config
             .mastodon
             .allowed_bots
@@ -114,9 +122,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             .chain(&config.bluesky.allowed_bots)
             .cloned()
             .collect(),
+        moderation.clone(),
     );
     let worker = Arc::new(Worker {
         store: store.clone(),
+        moderation,
         platforms,
         pipeline,
         prompts,
@@ -136,7 +146,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     tracing::info!(pending = store.pending_jobs()?.len(), "musebot running");
     worker::dispatch(
         worker,
-        queue_rx,
+        (first_rx, later_rx),
         config.daemon.max_jobs_in_flight,
         grace,
         shutdown.clone(),

@@ -1,7 +1,9 @@
-//! Intake: turns a source's [`Event`] into a persisted job (exactly once per event id), applies
-//! the skip rules that need no further request (own posts, bots, `#nobot` requesters), then
+//! Intake: turns a source's [`Event`] into a persisted job (exactly once per event id), reads a
+//! mention that is exactly a command as one ([`Command::parse`]), applies the skip rules that
+//! need no further request (own posts, bots, `#nobot` requesters, and [`Moderation::triage`]:
+//! commands from non-moderators, blocked and opted-out authors, a hashtag's policy), then
 //! hands the job id to the workers (the quota is charged by the resolve stage, only for jobs
-//! that will be answered) through a bounded queue. A full queue drops nothing: the job is already in
+//! that will be answered) through bounded queues: mentions and commands ahead of hashtag hits. A full queue drops nothing: the job is already in
 //! the store and the dispatcher's sweep picks it up. Intake is the only mover of cursors:
 //! sources report how far they read in each event and never touch the store.
 
@@ -10,7 +12,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::metrics::SharedMetrics;
-use crate::model::{Job, Post, SkipReason, Status, Trigger};
+use crate::model::{Cause, Command, Job, PlatformKind, Post, SkipReason, Status, TagWatch, Trigger};
+use crate::moderation::Moderation;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,20 +45,50 @@ pub struct Intake {
 struct Inner {
     store: Store,
     metrics: SharedMetrics,
-    queue: mpsc::Sender<String>,
+    queues: Queues,
     allowed_bots: Vec<String>,
+    moderation: Moderation,
+}
+
+/// The bounded queues to the workers: `first` (mentions, commands, flags) is always served
+/// before `later` (hashtag hits).
+#[derive(Clone)]
+pub struct Queues {
+    pub first: mpsc::Sender<String>,
+    pub later: mpsc::Sender<String>,
+}
+
+impl Queues {
+    /// Both queues of `capacity`, and their receiving ends (first, later).
+    pub fn new(capacity: usize) -> (Queues, mpsc::Receiver<String>, mpsc::Receiver<String>) {
+        let (first, first_rx) = mpsc::channel(capacity);
+        let (later, later_rx) = mpsc::channel(capacity);
+        (Queues { first, later }, first_rx, later_rx)
+    }
 }
 
 impl Intake {
-    pub fn new(store: Store, metrics: SharedMetrics, queue: mpsc::Sender<String>, allowed_bots: Vec<String>) -> Intake {
+    pub fn new(
+        store: Store,
+        metrics: SharedMetrics,
+        queues: Queues,
+        allowed_bots: Vec<String>,
+        moderation: Moderation,
+    ) -> Intake {
         Intake {
             inner: Arc::new(Inner {
                 store,
                 metrics,
-                queue,
+                queues,
                 allowed_bots,
+                moderation,
             }),
         }
+    }
+
+    /// The hashtags moderators watch on `platform` (what the hashtag sources read).
+    pub fn watches(&self, platform: PlatformKind) -> Vec<TagWatch> {
+        self.inner.store.watches(platform)
     }
 
     pub fn metrics(&self) -> &SharedMetrics {
@@ -80,12 +113,17 @@ impl Intake {
     pub async fn accept(&self, event: Event) -> Result<(), IntakeError> {
         let inner = &self.inner;
         let cursor = event.cursor.as_ref().map(|c| (c.name.as_str(), c.value.as_str()));
-        let Some(trigger) = event.trigger else {
+        let Some(mut trigger) = event.trigger else {
             if let Some((name, value)) = cursor {
                 inner.store.advance_cursor(name, value)?;
             }
             return Ok(());
         };
+        if trigger.cause == Cause::Mention {
+            if let Some(command) = Command::parse(&trigger.text) {
+                trigger.cause = Cause::Command { command };
+            }
+        }
         let id = trigger.job_id();
         if inner.store.job(&id)?.is_some() {
             if let Some((name, value)) = cursor {
@@ -107,12 +145,16 @@ impl Intake {
         match &job.status {
             Status::Pending => {
                 tracing::info!("trigger queued");
-                if inner.queue.try_send(job.id.clone()).is_err() {
+                let queue = match job.trigger.cause {
+                    Cause::HashtagHit { .. } => &inner.queues.later,
+                    _ => &inner.queues.first,
+                };
+                if queue.try_send(job.id.clone()).is_err() {
                     tracing::warn!("worker queue full; the job waits in the store for the next sweep");
                 }
             }
             Status::Skipped(reason) => {
-                tracing::info!(reason = reason.as_str(), "trigger skipped");
+                tracing::info!(reason = reason.as_str(), why = ?reason, "trigger skipped");
                 inner.metrics.job_finished(reason.as_str());
             }
             Status::Done | Status::Failed(_) => {}
@@ -133,10 +175,10 @@ impl Intake {
             Some(SkipReason::OwnPost)
         } else if author.is_bot && !allowed_bot {
             Some(SkipReason::RequesterIsBot)
-        } else if author.nobot {
+        } else if author.nobot && !matches!(t.cause, Cause::Command { .. }) {
             Some(SkipReason::NoBot)
         } else {
-            None
+            inner.moderation.triage(t)
         };
         if let Some(reason) = skip {
             job.status = Status::Skipped(reason);

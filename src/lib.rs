@@ -17,6 +17,7 @@ pub mod intake;
 pub mod llm;
 pub mod metrics;
 pub mod model;
+pub mod moderation;
 pub mod pipeline;
 pub mod platform;
 pub mod prompts;

@@ -345,14 +345,48 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
 
     // The same post through `musebot check --json`: the trace shows every decision.
     let cfg_path = dir.path().join("bot-config.toml");
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
-            .args(["check", &post_text, "--json", "--config", cfg_path.to_str().unwrap()])
-            .output()
-            .unwrap()
-    })
-    .await
+    let check = |cfg_path: std::path::PathBuf, post_text: String| async move {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+                .args(["check", &post_text, "--json", "--config", cfg_path.to_str().unwrap()])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    // An operator's blocked domain is never read or cited: its links are dropped at search.
+    let blocked_cfg = dir.path().join("blocked.toml");
+    let cfg_text = std::fs::read_to_string(&cfg_path).unwrap();
+    std::fs::write(
+        &blocked_cfg,
+        format!("{cfg_text}\n[moderation]\nblocked_domains = [\"wsj.com\"]\n"),
+    )
     .unwrap();
+    let out = check(blocked_cfg, post_text.clone()).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let blocked: Vec<&Value> = v["retrieval"]["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["url"].as_str().is_some_and(|u| u.contains("wsj.com")))
+        .collect();
+    assert!(!blocked.is_empty(), "the search served wsj.com links: {v:#}");
+    assert!(
+        blocked.iter().all(|d| d["reason"].to_string().contains("blocked")),
+        "{blocked:#?}"
+    );
+    assert!(
+        v["retrieval"]["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["url"].as_str().unwrap().contains("wsj.com")),
+        "{v:#}"
+    );
+    assert!(!v["parts"].to_string().contains("wsj.com"), "{v:#}");
+    let out = check(cfg_path, post_text).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &v["retrieval"];

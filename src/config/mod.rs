@@ -4,10 +4,12 @@
 
 mod bluesky;
 mod images;
+mod moderation;
 mod validate;
 
 pub use bluesky::{BlueskyConfig, BlueskyMode};
 pub use images::{ImagesConfig, VisionConfig};
+pub use moderation::ModerationConfig;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -32,6 +34,7 @@ pub struct Config {
     pub vision: VisionConfig,
     pub mastodon: MastodonConfig,
     pub bluesky: BlueskyConfig,
+    pub moderation: ModerationConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -31,6 +31,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         mastodon,
         bluesky,
         images,
+        moderation,
     ] {
         section(c, &mut p);
     }
@@ -399,6 +400,68 @@ fn mastodon(c: &Config, p: &mut Problems) {
         }
         if m.timeout_secs == 0 {
             p.bad("mastodon.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
+        }
+    }
+}
+
+/// `[moderation]`.
+fn moderation(c: &Config, p: &mut Problems) {
+    let m = &c.moderation;
+    if !(1..=3600).contains(&m.hashtag_poll_secs) {
+        p.bad(
+            "moderation.hashtag_poll_secs",
+            format!("is {}", m.hashtag_poll_secs),
+            "set 1 to 3600 seconds (20 keeps one watched tag at 15 reads a 5 minutes, of 300 allowed)",
+        );
+    }
+    let t = &m.tag_policy;
+    for (key, value, fix) in [
+        (
+            "moderation.tag_policy.replies_per_day",
+            t.replies_per_day,
+            "set 1 or more (0 would watch a tag and never answer)",
+        ),
+        (
+            "moderation.tag_policy.author_window_hours",
+            t.author_window_hours,
+            "set 1 or more hours",
+        ),
+        (
+            "moderation.tag_policy.max_age_hours",
+            t.max_age_hours,
+            "set 1 or more hours",
+        ),
+    ] {
+        if value == 0 {
+            p.bad(key, "is 0".into(), fix);
+        }
+    }
+    for (key, list) in [
+        ("moderation.mastodon_moderators", &m.mastodon_moderators),
+        ("moderation.bluesky_moderators", &m.bluesky_moderators),
+        ("moderation.blocked_accounts", &m.blocked_accounts),
+    ] {
+        if let Some(bad) = list
+            .iter()
+            .find(|h| h.trim().is_empty() || h.contains(char::is_whitespace))
+        {
+            p.bad(
+                key,
+                format!("holds `{bad}`"),
+                "write each account as user, user@domain (Mastodon) or a handle (Bluesky), without spaces",
+            );
+        }
+    }
+    for (key, list) in [
+        ("moderation.blocked_instances", &m.blocked_instances),
+        ("moderation.blocked_domains", &m.blocked_domains),
+    ] {
+        if let Some(bad) = list.iter().find(|d| d.trim().is_empty() || d.contains(['/', ':', ' '])) {
+            p.bad(
+                key,
+                format!("holds `{bad}`"),
+                "write bare domains such as example.com (no scheme, no path)",
+            );
         }
     }
 }

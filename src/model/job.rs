@@ -30,6 +30,8 @@ pub enum Outcome {
     Insufficient,
     /// The post is not public: a direct message to the requester says why it is not checked.
     NotPublic,
+    /// A command was carried out (or refused): a direct message to whoever gave it says so.
+    Acknowledged,
 }
 
 impl Outcome {
@@ -41,6 +43,7 @@ impl Outcome {
             Outcome::NothingToCheck => "nothing_to_check",
             Outcome::Insufficient => "insufficient",
             Outcome::NotPublic => "not_public",
+            Outcome::Acknowledged => "acknowledged",
         }
     }
 }
@@ -59,6 +62,15 @@ pub enum SkipReason {
     /// The bot's handle was only inherited from a parent that already mentions the bot (a
     /// client pre-filled it): nobody asked.
     NotAsked,
+    /// A moderator's command from someone who is not a moderator (ignored, logged).
+    NotModerator,
+    /// The operator blocked the account or its server.
+    Blocked,
+    /// The author said "stop".
+    OptedOut,
+    /// A watched hashtag's policy declined the post (paused, a reply, too old, the tag's or
+    /// the author's cap, nothing checkable…): why.
+    Policy(String),
 }
 
 impl SkipReason {
@@ -71,6 +83,10 @@ impl SkipReason {
             SkipReason::OverQuotaSilenced => "over_quota_silenced",
             SkipReason::TargetUnavailable(_) => "target_unavailable",
             SkipReason::NotAsked => "not_asked",
+            SkipReason::NotModerator => "not_moderator",
+            SkipReason::Blocked => "blocked",
+            SkipReason::OptedOut => "opted_out",
+            SkipReason::Policy(_) => "policy",
         }
     }
 }

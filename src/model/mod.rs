@@ -4,10 +4,12 @@
 //! `tests/tidy.rs`). The pipeline, the platforms, intake and the store import it; nothing here
 //! imports upward, so a new capability adds a field or a room, never an import circle.
 
+mod command;
 mod debate;
 mod ids;
 mod job;
 mod legacy;
+mod moderation;
 mod post;
 mod retrieval;
 mod trigger;
@@ -15,10 +17,12 @@ mod usage;
 mod verdict;
 mod verification;
 
+pub use command::{tag as normalise_tag, Command};
 pub use debate::{Debate, DebateEnd, Support, Turn};
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use legacy::{decode_job, DecodeError};
+pub use moderation::{OptOut, TagPolicy, TagWatch};
 pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
 pub use retrieval::{
     Candidate, ContextFinding, ContextPage, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage,

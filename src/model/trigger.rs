@@ -1,10 +1,11 @@
-//! What caused a job: a mention of the bot, a post on a watched hashtag, or a moderator's
-//! flag. Every source (mention stream, hashtag watch, Bluesky notifications) describes its
+//! What caused a job: a mention of the bot, a post on a watched hashtag, a moderator's
+//! flag, or a command. Every source (mention stream, hashtag watch, Bluesky notifications) describes its
 //! events as a [`Trigger`], which is all intake needs to know.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::command::Command;
 use super::post::{PlatformKind, Visibility};
 
 /// Why the bot is looking at a post. Closed: traces and metrics name each.
@@ -17,6 +18,9 @@ pub enum Cause {
     HashtagHit { tag: String },
     /// A moderator (or the operator's `musebot check`) asked about a post.
     ModeratorFlag { moderator: String },
+    /// A mention that gives the bot a command (a moderator's, or anyone's `stop`/`start`):
+    /// answered with an acknowledgement, never a check.
+    Command { command: Command },
 }
 
 impl Cause {
@@ -25,6 +29,7 @@ impl Cause {
             Cause::Mention => "mention",
             Cause::HashtagHit { .. } => "hashtag",
             Cause::ModeratorFlag { .. } => "moderator",
+            Cause::Command { .. } => "command",
         }
     }
 }
@@ -92,7 +97,7 @@ impl Trigger {
     /// hashtag hit or a moderator's flag (the reply then mentions no one).
     pub fn requester(&self) -> Option<&Account> {
         match self.cause {
-            Cause::Mention => Some(&self.author),
+            Cause::Mention | Cause::Command { .. } => Some(&self.author),
             Cause::HashtagHit { .. } | Cause::ModeratorFlag { .. } => None,
         }
     }
@@ -105,6 +110,7 @@ impl Trigger {
             Cause::Mention => format!("{p}:{}", self.event_id),
             Cause::HashtagHit { .. } => format!("{p}:tag:{}", self.event_id),
             Cause::ModeratorFlag { .. } => format!("{p}:mod:{}", self.event_id),
+            Cause::Command { .. } => format!("{p}:cmd:{}", self.event_id),
         }
     }
 }

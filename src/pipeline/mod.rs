@@ -112,6 +112,7 @@ pub fn build(
                 },
                 context_debate: (config.verify.mode != crate::config::VerifyMode::Off)
                     .then_some((config.verify.agents, config.verify.rounds)),
+                blocked_domains: config.moderation.blocked_domains.clone(),
             }))
         }
     };

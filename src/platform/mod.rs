@@ -98,6 +98,18 @@ impl Platform {
         }
     }
 
+    /// The post at a URL (Mastodon: any server's status URL, resolved through search;
+    /// Bluesky: a bsky.app link or an at:// URI), for a moderator's `check`.
+    pub async fn post_at_url(&self, url: &str) -> Result<Post, PlatformError> {
+        match self {
+            Platform::Mastodon(m) => m.status_for_url(url).await,
+            Platform::Bluesky(b) => b.post_at(url).await,
+            Platform::DryRun(_) => Err(PlatformError::Fatal("a dry run reads no other post".into())),
+            #[cfg(test)]
+            Platform::Double(_) => Err(PlatformError::Fatal("the test double reads no other post".into())),
+        }
+    }
+
     /// Posts one thread part; returns its id and public URL. The part's key makes a repeat
     /// return the first post instead of a second one.
     pub async fn post(&self, part: &Part<'_>) -> Result<(String, Option<String>), PlatformError> {

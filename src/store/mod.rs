@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+mod moderation;
 mod prune;
 
 pub use prune::{Pruned, Retention};
@@ -39,6 +40,8 @@ pub struct Store {
     sessions: sled::Tree,
     /// The perceptual-hash index of pictures seen (`{phash}|{page url}` → when).
     images: sled::Tree,
+    /// Watched hashtags, paused flags, opt-outs (`moderation.rs`).
+    moderation: sled::Tree,
 }
 
 impl Store {
@@ -56,6 +59,7 @@ impl Store {
             cache: db.open_tree("cache")?,
             sessions: db.open_tree("sessions")?,
             images: db.open_tree("images")?,
+            moderation: db.open_tree("moderation")?,
             db,
         })
     }

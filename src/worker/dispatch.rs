@@ -1,6 +1,7 @@
-//! The dispatcher: feeds workers from the bounded queue plus a periodic sweep of the store
-//! (jobs of configured platforms, due for a retry), at most `max_jobs_in_flight` at once; on
-//! shutdown it stops taking jobs and gives in-flight ones the grace period.
+//! The dispatcher: feeds workers from the bounded queues — mentions, commands and flags always
+//! before hashtag hits — plus a periodic sweep of the store (jobs of configured platforms, due
+//! for a retry, hashtag hits last), at most `max_jobs_in_flight` at once; on shutdown it stops
+//! taking jobs and gives in-flight ones the grace period.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,7 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
 /// ones `grace` to finish, then aborts them (their last finished stage is saved).
 pub async fn dispatch(
     worker: Arc<Worker>,
-    mut queue: mpsc::Receiver<String>,
+    (mut first, mut later): (mpsc::Receiver<String>, mpsc::Receiver<String>),
     max_in_flight: usize,
     grace: Duration,
     shutdown: CancellationToken,
@@ -30,16 +31,19 @@ pub async fn dispatch(
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     loop {
         let ids: Vec<String> = tokio::select! {
+            biased;
             _ = shutdown.cancelled() => break,
-            id = queue.recv() => match id { Some(id) => vec![id], None => break },
+            id = first.recv() => match id { Some(id) => vec![id], None => break },
+            id = later.recv() => match id { Some(id) => vec![id], None => break },
             _ = sweep.tick() => match worker.store.pending_jobs() {
                 Ok(jobs) => {
                     let now = chrono::Utc::now();
-                    jobs.into_iter()
+                    let mut due: Vec<_> = jobs.into_iter()
                         .filter(|j| j.retry_at.is_none_or(|t| t <= now))
                         .filter(|j| worker.platforms.get(j.trigger.platform).is_some())
-                        .map(|j| j.id)
-                        .collect()
+                        .collect();
+                    due.sort_by_key(|j| matches!(j.trigger.cause, crate::model::Cause::HashtagHit { .. }));
+                    due.into_iter().map(|j| j.id).collect()
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read pending jobs");

@@ -54,6 +54,8 @@ enum StageOutcome {
 
 pub struct Worker {
     pub store: Store,
+    /// Moderators' commands, opt-outs, blocklists, hashtag policies.
+    pub moderation: crate::moderation::Moderation,
     /// One per kind; each job runs on the platform of its trigger.
     pub platforms: Platforms,
     pub pipeline: Pipeline,
@@ -156,7 +158,7 @@ impl Run<'_> {
                     }
                 }
                 Ok(StageOutcome::Skip(reason)) => {
-                    tracing::info!(reason = reason.as_str(), "job skipped");
+                    tracing::info!(reason = reason.as_str(), why = ?reason, "job skipped");
                     self.worker.metrics.job_finished(reason.as_str());
                     job.status = Status::Skipped(reason);
                     self.worker.store.save(&job)?;
@@ -228,6 +230,10 @@ impl Run<'_> {
             job.retrieval = Some(retrieval);
         }
         match result {
+            // A hashtag hit is answered only with a verdict: nobody asked, so no notice.
+            Ok((draft, _)) if is_hit(job) && draft.outcome != Outcome::Reply => Ok(StageOutcome::Skip(
+                SkipReason::Policy(format!("nothing to post about it ({})", draft.outcome.as_str())),
+            )),
             Ok((draft, usage)) => {
                 job.draft = Some(draft);
                 Ok(StageOutcome::Next(usage))
@@ -301,8 +307,11 @@ impl Run<'_> {
     /// about a post that is not public, only a direct message to the requester.
     fn visibility(&self, job: &Job) -> Visibility {
         let target = job.target.as_ref().expect("compose runs after resolve");
-        let not_public = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::NotPublic);
-        if not_public || !target.visibility.is_public() {
+        let private_notice = job
+            .draft
+            .as_ref()
+            .is_some_and(|d| matches!(d.outcome, Outcome::NotPublic | Outcome::Acknowledged));
+        if private_notice || !target.visibility.is_public() {
             Visibility::Direct
         } else {
             self.worker
@@ -476,6 +485,11 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether nobody asked: the job answers a post on a watched hashtag.
+pub(crate) fn is_hit(job: &Job) -> bool {
+    matches!(job.trigger.cause, crate::model::Cause::HashtagHit { .. })
 }
 
 /// The checked post's id: what reply records are kept under (the thread may hang elsewhere).

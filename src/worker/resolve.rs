@@ -1,19 +1,25 @@
-//! The resolve stage: fetch the post a trigger asks about, then decide whether and how to
-//! answer it, in this order — the bot's own post (never), a mention only inherited from a
-//! parent that already mentions the bot (nobody asked), a `#nobot` author, a post that is not
-//! public (a direct message says why, unless `privacy.check_non_public`), a post already
-//! answered (a pointer to the first reply), and the requester's quota (charged in the store,
-//! only for jobs that will be answered).
+//! The resolve stage: a command is carried out and acknowledged ([`crate::moderation`]);
+//! otherwise fetch the post a trigger asks about, then decide whether and how to answer it, in
+//! this order — the bot's own post (never), a mention only inherited from a parent that
+//! already mentions the bot (nobody asked), a `#nobot`, opted-out or blocked author, a post
+//! that is not public (a direct message says why, unless `privacy.check_non_public`), a post
+//! already answered (a pointer to the first reply), and the requester's quota (charged in the
+//! store, only for jobs that will be answered). A hashtag hit gets no notice: a private or
+//! answered post is skipped, and the tag's day and the author's window are charged instead of
+//! a quota.
 
 use minijinja::context;
 
-use super::{Run, StageError, StageOutcome};
+use super::{is_hit, Run, StageError, StageOutcome};
 use crate::intake::trigger_as_post;
-use crate::model::{Draft, Job, Outcome, Post, SkipReason, Usage};
+use crate::model::{Account, Cause, Command, Draft, Job, Outcome, Post, SkipReason, Trigger, Usage};
 use crate::platform::PlatformError;
 
 impl Run<'_> {
     pub(super) async fn resolve(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        if let Cause::Command { command } = job.trigger.cause.clone() {
+            return self.command(job, &command).await;
+        }
         let target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
             Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
@@ -23,6 +29,9 @@ impl Run<'_> {
         };
         if let Some(reason) = self.skip_reason(job, &target) {
             return Ok(StageOutcome::Skip(reason));
+        }
+        if is_hit(job) {
+            return self.admit_hit(job, target);
         }
         if !target.visibility.is_public() && !self.worker.privacy.check_non_public {
             tracing::info!(
@@ -63,7 +72,85 @@ impl Run<'_> {
         if target.author_nobot {
             return Some(SkipReason::NoBot);
         }
+        let moderation = &self.worker.moderation;
+        if moderation.blocked_account(&target.author) {
+            return Some(SkipReason::Blocked);
+        }
+        if moderation.opted_out(job.trigger.platform, &target.author) {
+            tracing::info!(author = %target.author, "the post's author opted out");
+            return Some(SkipReason::OptedOut);
+        }
         None
+    }
+
+    /// A hashtag hit goes on only about a public post not answered yet, within the tag's day
+    /// and the author's window (charged here, once per job).
+    fn admit_hit(&self, job: &mut Job, target: Post) -> Result<StageOutcome, StageError> {
+        if !target.visibility.is_public() {
+            return Ok(StageOutcome::Skip(SkipReason::Policy("not public".into())));
+        }
+        if self.worker.store.reply_for(&job.target_key(&target.id))?.is_some() {
+            return Ok(StageOutcome::Skip(SkipReason::Policy("already answered".into())));
+        }
+        if let Some(reason) = self
+            .worker
+            .moderation
+            .admit_hit(&job.trigger, &job.id, &target.author)?
+        {
+            tracing::info!(why = ?reason, "the tag's policy declines this post");
+            return Ok(StageOutcome::Skip(reason));
+        }
+        tracing::info!(target = %target.id, author = %target.author, "hashtag hit admitted");
+        job.target = Some(target);
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// Carries out a command and answers its post with a direct acknowledgement. `check`
+    /// finds the post and records a moderator's flag job for it (picked up by the sweep).
+    async fn command(&self, job: &mut Job, command: &Command) -> Result<StageOutcome, StageError> {
+        let t = job.trigger.clone();
+        let by = t.author.handle.clone();
+        let (text, urls) = match command {
+            Command::Check(url) => match self.platform.post_at_url(url).await {
+                Ok(post) => {
+                    let flag = Job::new(Trigger {
+                        platform: t.platform,
+                        cause: Cause::ModeratorFlag { moderator: by.clone() },
+                        event_id: t.event_id.clone(),
+                        status_id: post.id.clone(),
+                        in_reply_to_id: None,
+                        quote_of: None,
+                        asked_in_text: true,
+                        author: Account {
+                            handle: by.clone(),
+                            is_bot: false,
+                            is_self: false,
+                            nobot: false,
+                        },
+                        visibility: post.visibility,
+                        created_at: t.created_at,
+                        text: String::new(),
+                    });
+                    self.worker.store.enqueue(&flag, None)?;
+                    tracing::info!(job = %flag.id, "moderator's check queued");
+                    (crate::moderation::ack::check(url), vec![url.clone()])
+                }
+                Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
+                Err(e) => (
+                    crate::moderation::ack::not_found(url, &e.to_string()),
+                    vec![url.clone()],
+                ),
+            },
+            other => (self.worker.moderation.execute(t.platform, &by, other)?, Vec::new()),
+        };
+        job.draft = Some(Draft {
+            outcome: Outcome::Acknowledged,
+            text,
+            urls,
+            verdict: None,
+        });
+        job.target = Some(trigger_as_post(&job.trigger));
+        Ok(StageOutcome::Next(Usage::default()))
     }
 
     /// Charges the requester's hourly quota; `Some` (a notice, or silence) when it is spent.

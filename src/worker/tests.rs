@@ -45,6 +45,7 @@ async fn bench(script: Script) -> Bench {
         Visibility::Public,
     ));
     let worker = Worker {
+        moderation: crate::moderation::Moderation::new(config.moderation.clone(), store.clone()),
         store,
         platforms: Platforms::new([Platform::Double(double.clone())]),
         prompts: pipeline.prompts.clone(),

@@ -47,6 +47,15 @@ pub struct Muse {
     /// Agents and rounds of the out-of-context debate ([`context`]); `None` when
     /// `verify.mode = "off"`.
     pub context_debate: Option<(usize, usize)>,
+    /// `moderation.blocked_domains`: never read, never cited.
+    pub blocked_domains: Vec<String>,
+}
+
+impl Muse {
+    /// Whether the operator blocked the URL's domain (or a domain above it).
+    pub fn blocked(&self, url: &str) -> bool {
+        crate::moderation::domain_blocked(&self.blocked_domains, url)
+    }
 }
 
 /// The steps that fill the record, in order. Closed: a new step is a new variant and a room.

@@ -45,7 +45,10 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
             match reverse.search(&q).await {
                 Ok(h) => {
                     // Links to the post itself are not evidence about it.
-                    let h: Vec<Hit> = h.into_iter().filter(|h| Some(&h.url) != post.url.as_ref()).collect();
+                    let h: Vec<Hit> = h
+                        .into_iter()
+                        .filter(|h| Some(&h.url) != post.url.as_ref() && !m.blocked(&h.url))
+                        .collect();
                     // Every page showing the picture is context for the out-of-context
                     // check, credible or not.
                     for hit in h.iter().take(CONTEXT_SOURCES) {
@@ -69,6 +72,10 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     for (query, hits) in searches {
         let mut per_tier = [0usize; 3];
         for hit in hits {
+            if m.blocked(&hit.url) {
+                drop_url(hit.url, DropReason::Blocked("moderation.blocked_domains".into()));
+                continue;
+            }
             let key = hit
                 .url
                 .split('#')

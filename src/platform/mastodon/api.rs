@@ -57,6 +57,9 @@ pub struct StatusMention {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Status {
     pub id: String,
+    /// The ActivityPub id (`https://server/users/x/statuses/1`).
+    #[serde(default)]
+    pub uri: String,
     #[serde(default)]
     pub url: Option<String>,
     pub account: Account,
@@ -81,6 +84,9 @@ pub struct Status {
     /// The preview card of the first link (`PreviewCard`).
     #[serde(default)]
     pub card: Option<Card>,
+    /// A boost carries the boosted status here (kept opaque: a boost is never a hit).
+    #[serde(default)]
+    pub reblog: Option<serde_json::Value>,
 }
 
 /// A link's preview card: its page, title, and thumbnail (`image`, null when none).

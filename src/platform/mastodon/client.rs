@@ -186,6 +186,29 @@ impl MastodonClient {
         }
     }
 
+    /// Public posts on hashtag `tag` (no `#`) newer than `min_id` — the page right after it —
+    /// or the newest page when `min_id` is `None`; the server returns them newest first.
+    pub async fn tag_timeline(
+        &self,
+        tag: &str,
+        min_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Status>, MastodonError> {
+        let mut query = vec![("limit", limit.to_string())];
+        if let Some(min) = min_id {
+            query.push(("min_id", min.to_string()));
+        }
+        self.request(
+            "tag_timeline",
+            Method::GET,
+            &format!("/api/v1/timelines/tag/{}", path_segment(tag)),
+            &query,
+            None,
+            None,
+        )
+        .await
+    }
+
     pub async fn status(&self, id: &str) -> Result<Status, MastodonError> {
         self.request(
             "get_status",
@@ -258,7 +281,9 @@ impl MastodonClient {
         .await
     }
 
-    /// Looks a status up by its public URL (remote posts too).
+    /// Looks a status up by its public URL (remote posts too). Only a status whose `url` or
+    /// `uri` is that URL counts: when the server cannot resolve it, search answers with posts
+    /// that merely contain the URL in their text (a command that quotes it, say).
     pub async fn search_status(&self, url: &str) -> Result<Option<Status>, MastodonError> {
         #[derive(serde::Deserialize)]
         struct Results {
@@ -273,7 +298,8 @@ impl MastodonClient {
         let r: Results = self
             .request("search", Method::GET, "/api/v2/search", &query, None, None)
             .await?;
-        Ok(r.statuses.into_iter().next())
+        let same = |s: &Status| s.uri == url || s.url.as_deref() == Some(url);
+        Ok(r.statuses.into_iter().find(same))
     }
 }
 

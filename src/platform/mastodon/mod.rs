@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod client;
+pub mod hashtag;
 pub mod stream;
 pub mod text;
 

@@ -1,0 +1,40 @@
+//! `[moderation]`: who may command the bot (per platform), how watched hashtags are followed
+//! and answered (the policy a `watch #tag` starts with), and the operator's blocklists.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::TagPolicy;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModerationConfig {
+    /// Mastodon accounts whose commands the bot obeys: `user` (the bot's server) or
+    /// `user@domain`, as Mastodon's `acct` writes them.
+    pub mastodon_moderators: Vec<String>,
+    /// Bluesky handles whose commands the bot obeys (`alice.bsky.social`).
+    pub bluesky_moderators: Vec<String>,
+    /// Seconds between two reads of each watched hashtag's timeline.
+    pub hashtag_poll_secs: u64,
+    /// The policy a newly watched hashtag gets.
+    pub tag_policy: TagPolicy,
+    /// Accounts never checked, answered or cited (`user@domain` on Mastodon, handles on Bluesky).
+    pub blocked_accounts: Vec<String>,
+    /// Mastodon servers (domains) whose accounts are never checked or answered.
+    pub blocked_instances: Vec<String>,
+    /// Web domains (and their subdomains) never read or cited as evidence.
+    pub blocked_domains: Vec<String>,
+}
+
+impl Default for ModerationConfig {
+    fn default() -> Self {
+        ModerationConfig {
+            mastodon_moderators: Vec::new(),
+            bluesky_moderators: Vec::new(),
+            hashtag_poll_secs: 20,
+            tag_policy: TagPolicy::default(),
+            blocked_accounts: Vec::new(),
+            blocked_instances: Vec::new(),
+            blocked_domains: Vec::new(),
+        }
+    }
+}

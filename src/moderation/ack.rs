@@ -1,0 +1,73 @@
+//! The bot's own words for each command's acknowledgement (short, plain, no untrusted text
+//! but the moderator's own tag and id, already normalised by the parser).
+
+use crate::model::{TagPolicy, TagWatch};
+
+pub fn watch(tag: &str, new: bool, p: &TagPolicy) -> String {
+    if new {
+        format!(
+            "Watching #{tag}: new posts get a fact-check, at most {} a day, one per author every {} hours, none older than {} hours.",
+            p.replies_per_day, p.author_window_hours, p.max_age_hours
+        )
+    } else {
+        format!("#{tag} was already watched; nothing changed.")
+    }
+}
+
+pub fn unwatch(tag: &str, was: bool) -> String {
+    if was {
+        format!("No longer watching #{tag}.")
+    } else {
+        format!("#{tag} was not watched; nothing changed.")
+    }
+}
+
+pub fn pause(changed: bool) -> String {
+    if changed {
+        "Paused: hashtag auto-replies stop until `resume`; mentions are still answered.".into()
+    } else {
+        "Already paused.".into()
+    }
+}
+
+pub fn resume(changed: bool) -> String {
+    if changed {
+        "Resumed: hashtag auto-replies go on.".into()
+    } else {
+        "Not paused; nothing changed.".into()
+    }
+}
+
+pub fn status(watches: &[TagWatch], paused: bool, opted_out: usize) -> String {
+    let tags: Vec<String> = watches.iter().map(|w| format!("#{}", w.tag)).collect();
+    format!(
+        "Status: {}. Watching: {}. Opted-out users: {opted_out}.",
+        if paused { "auto-replies paused" } else { "running" },
+        if tags.is_empty() {
+            "no tags".into()
+        } else {
+            tags.join(" ")
+        }
+    )
+}
+
+pub fn stop() -> String {
+    "Done: the bot will not check your posts or mention you again. Reply \"start\" to undo.".into()
+}
+
+pub fn start() -> String {
+    "Welcome back: the bot may check your posts again when asked.".into()
+}
+
+pub fn check(url: &str) -> String {
+    format!("Checking this post; the answer goes under it: {url}")
+}
+
+pub fn not_found(url: &str, why: &str) -> String {
+    let why: String = why.chars().take(120).collect();
+    format!("Could not find a post at {url} ({why}).")
+}
+
+pub fn no_such_draft(id: &str) -> String {
+    format!("No draft {id} is waiting for review.")
+}

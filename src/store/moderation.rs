@@ -1,0 +1,139 @@
+//! The `moderation` tree: watched hashtags (`watch:<platform>:<tag>`), paused auto-replies
+//! (`paused:<platform>`) and opt-outs (`optout:<platform>:<handle>`). Every write is flushed
+//! before it returns: a moderator's acknowledged command survives a crash.
+
+use super::{Store, StoreError};
+use crate::model::{OptOut, PlatformKind, TagWatch};
+
+impl Store {
+    /// Starts (or replaces) a watch; `false` when the tag was already watched (the policy and
+    /// start time are then kept).
+    pub fn watch(&self, w: &TagWatch) -> Result<bool, StoreError> {
+        let key = format!("watch:{}:{}", w.platform.as_str(), w.tag);
+        let bytes = serde_json::to_vec(w).expect("watch serialises");
+        let new = self
+            .moderation
+            .compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(bytes))?
+            .is_ok();
+        self.flush()?;
+        Ok(new)
+    }
+
+    /// Stops a watch; `false` when the tag was not watched.
+    pub fn unwatch(&self, platform: PlatformKind, tag: &str) -> Result<bool, StoreError> {
+        let gone = self
+            .moderation
+            .remove(format!("watch:{}:{tag}", platform.as_str()))?
+            .is_some();
+        self.flush()?;
+        Ok(gone)
+    }
+
+    /// The hashtags watched on `platform`, by tag.
+    pub fn watches(&self, platform: PlatformKind) -> Vec<TagWatch> {
+        self.moderation
+            .scan_prefix(format!("watch:{}:", platform.as_str()))
+            .values()
+            .filter_map(Result::ok)
+            .filter_map(|v| serde_json::from_slice(&v).ok())
+            .collect()
+    }
+
+    pub fn watch_of(&self, platform: PlatformKind, tag: &str) -> Option<TagWatch> {
+        self.moderation
+            .get(format!("watch:{}:{tag}", platform.as_str()))
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_slice(&v).ok())
+    }
+
+    /// Pauses (`true`) or resumes hashtag auto-replies on `platform`; `false` when nothing
+    /// changed.
+    pub fn set_paused(&self, platform: PlatformKind, paused: bool) -> Result<bool, StoreError> {
+        let key = format!("paused:{}", platform.as_str());
+        let changed = if paused {
+            self.moderation.insert(key, &b"1"[..])?.is_none()
+        } else {
+            self.moderation.remove(key)?.is_some()
+        };
+        self.flush()?;
+        Ok(changed)
+    }
+
+    pub fn paused(&self, platform: PlatformKind) -> bool {
+        self.moderation
+            .contains_key(format!("paused:{}", platform.as_str()))
+            .unwrap_or(false)
+    }
+
+    /// Records (`Some`) or lifts (`None`) a user's opt-out; `false` when nothing changed.
+    pub fn set_opt_out(&self, platform: PlatformKind, handle: &str, out: Option<&OptOut>) -> Result<bool, StoreError> {
+        let key = format!("optout:{}:{}", platform.as_str(), handle.to_lowercase());
+        let changed = match out {
+            Some(o) => self
+                .moderation
+                .insert(key, serde_json::to_vec(o).expect("opt-out serialises"))?
+                .is_none(),
+            None => self.moderation.remove(key)?.is_some(),
+        };
+        self.flush()?;
+        Ok(changed)
+    }
+
+    pub fn opted_out(&self, platform: PlatformKind, handle: &str) -> bool {
+        self.moderation
+            .contains_key(format!("optout:{}:{}", platform.as_str(), handle.to_lowercase()))
+            .unwrap_or(false)
+    }
+
+    /// Every opt-out (for the status command and the admin page).
+    pub fn opt_outs(&self) -> Vec<OptOut> {
+        self.moderation
+            .scan_prefix("optout:")
+            .values()
+            .filter_map(Result::ok)
+            .filter_map(|v| serde_json::from_slice(&v).ok())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TagPolicy;
+
+    #[test]
+    fn watches_pauses_and_opt_outs_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = PlatformKind::Mastodon;
+        {
+            let s = Store::open(dir.path()).unwrap();
+            let w = TagWatch {
+                platform: m,
+                tag: "election".into(),
+                policy: TagPolicy::default(),
+                by: "mod".into(),
+                since: chrono::Utc::now(),
+            };
+            assert!(s.watch(&w).unwrap());
+            assert!(!s.watch(&w).unwrap(), "watching twice keeps the first");
+            assert!(s.set_paused(m, true).unwrap());
+            let o = OptOut {
+                platform: m,
+                handle: "bob".into(),
+                since: chrono::Utc::now(),
+            };
+            assert!(s.set_opt_out(m, "Bob", Some(&o)).unwrap());
+        }
+        let s = Store::open(dir.path()).unwrap();
+        assert_eq!(s.watches(m).len(), 1);
+        assert!(s.watches(PlatformKind::Bluesky).is_empty());
+        assert!(s.paused(m) && !s.paused(PlatformKind::Bluesky));
+        assert!(s.opted_out(m, "bob") && !s.opted_out(PlatformKind::Bluesky, "bob"));
+        assert!(s.set_opt_out(m, "BOB", None).unwrap());
+        assert!(!s.opted_out(m, "bob"));
+        assert!(s.unwatch(m, "election").unwrap());
+        assert!(!s.unwatch(m, "election").unwrap());
+        assert!(s.set_paused(m, false).unwrap());
+    }
+}

@@ -1,0 +1,202 @@
+//! Moderators and users on a real `mastodon-mock` (scripted LLM, baseline pipeline): a
+//! moderator's `watch #tag` makes the bot answer new posts on the tag (one per author per
+//! window), a non-moderator's command does nothing, `pause` stops auto-replies but not
+//! mentions, `stop`/`start` opt a user out and back in, and `check <URL>` answers a post.
+//! Every command is acknowledged by a direct message to whoever gave it.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+const REPLY: &str = "This post is misleading: the official count shows every ballot was counted once.";
+
+/// alice moderates; watched tags are read every second.
+const MODERATION: &str = "\n[moderation]\nmastodon_moderators = [\"alice\"]\nhashtag_poll_secs = 1\n";
+
+async fn start() -> (MockMastodon, ScriptedLlm, Daemon, tempfile::TempDir) {
+    let mock = MockMastodon::start().await;
+    let llm = ScriptedLlm::start(Script::reply(REPLY)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, MODERATION);
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    (mock, llm, daemon, dir)
+}
+
+/// Waits until the daemon's log holds `needle` `times` times.
+async fn wait_log(daemon: &Daemon, needle: &str, times: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while daemon.log_text().matches(needle).count() < times {
+        assert!(
+            Instant::now() < deadline,
+            "no `{needle}` ×{times} in the log:\n{}",
+            daemon.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Every status of the bot (acknowledgements are direct messages), once `pred` holds.
+async fn wait_bot(daemon: &Daemon, mock: &MockMastodon, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let all = mock.bot_statuses_all().await;
+        if pred(&all) {
+            return all;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "bot statuses: {all:#?}\nlog:\n{}",
+            daemon.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+fn replies_to<'a>(all: &'a [Value], status: &Value) -> Vec<&'a Value> {
+    all.iter().filter(|s| s["in_reply_to_id"] == status["id"]).collect()
+}
+
+fn has_text(all: &[Value], needle: &str) -> bool {
+    all.iter().any(|s| text_of(s).contains(needle))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moderator_watches_a_tag_and_its_policy_holds() {
+    let (mock, _llm, daemon, _dir) = start().await;
+
+    // A non-moderator's command is ignored (and logged), not acknowledged.
+    mock.post(BOB_TOKEN, "@musebot watch #other", None).await;
+    wait_log(&daemon, "reason=\"not_moderator\"", 1).await;
+
+    // The moderator's is carried out and acknowledged privately.
+    let watch = mock.post(ALICE_TOKEN, "@musebot watch #Election", None).await;
+    let all = wait_bot(&daemon, &mock, |s| has_text(s, "Watching #election")).await;
+    let ack = replies_to(&all, &watch);
+    assert_eq!(ack.len(), 1, "{all:#?}");
+    assert_eq!(ack[0]["visibility"], "direct");
+    assert!(text_of(ack[0]).starts_with("@alice "), "{}", text_of(ack[0]));
+
+    // A new post on the tag gets one reply, addressed to nobody (nobody asked).
+    let first = mock
+        .post(BOB_TOKEN, "Ballots in Springfield were counted twice! #election", None)
+        .await;
+    let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &first).is_empty()).await;
+    let reply = replies_to(&all, &first)[0].clone();
+    assert!(text_of(&reply).contains("counted once"), "{}", text_of(&reply));
+    assert!(!text_of(&reply).starts_with('@'), "{}", text_of(&reply));
+    assert_ne!(reply["visibility"], "direct");
+
+    // The same author again inside the window: nothing. A tag nobody watches: nothing.
+    let second = mock
+        .post(BOB_TOKEN, "And the machines were rigged too #election", None)
+        .await;
+    let other = mock.post(ALICE_TOKEN, "Polls open on Tuesday #other", None).await;
+    wait_log(&daemon, "already answered this author", 1).await;
+
+    // Paused: auto-replies stop, mentions go on.
+    mock.post(ALICE_TOKEN, "@musebot pause", None).await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "Paused")).await;
+    let third = mock
+        .post(ALICE_TOKEN, "Polls close at noon, not at eight #election", None)
+        .await;
+    let claim = mock.post(ALICE_TOKEN, "The Moon is made of cheese.", None).await;
+    mock.post(BOB_TOKEN, "@musebot is this true?", Some(claim["id"].as_str().unwrap()))
+        .await;
+    wait_bot(&daemon, &mock, |s| !replies_to(s, &claim).is_empty()).await;
+    wait_log(&daemon, "auto-replies are paused", 1).await;
+
+    mock.post(ALICE_TOKEN, "@musebot status", None).await;
+    let all = wait_bot(&daemon, &mock, |s| has_text(s, "Status:")).await;
+    let status = all.iter().find(|s| text_of(s).contains("Status:")).unwrap();
+    assert!(
+        text_of(status).contains("auto-replies paused") && text_of(status).contains("#election"),
+        "{}",
+        text_of(status)
+    );
+    for (what, post) in [
+        ("second by the same author", &second),
+        ("unwatched tag", &other),
+        ("paused", &third),
+    ] {
+        assert!(replies_to(&all, post).is_empty(), "{what}: {all:#?}");
+    }
+    assert!(
+        !has_text(&all, "#other"),
+        "the non-moderator's watch was not acknowledged: {all:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_opts_a_user_out_until_start() {
+    let (mock, _llm, daemon, _dir) = start().await;
+    mock.post(ALICE_TOKEN, "@musebot watch #vaccine", None).await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "Watching #vaccine")).await;
+
+    let stop = mock.post(BOB_TOKEN, "@musebot stop", None).await;
+    let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &stop).is_empty()).await;
+    assert!(text_of(replies_to(&all, &stop)[0]).contains("will not check your posts"));
+
+    // bob's mentions, bob's posts on a watched tag, and others' asks about bob's posts: nothing.
+    let claim = mock.post(ALICE_TOKEN, "Garlic cures the flu.", None).await;
+    mock.post(BOB_TOKEN, "@musebot is this true?", Some(claim["id"].as_str().unwrap()))
+        .await;
+    let tagged = mock.post(BOB_TOKEN, "Vaccines contain microchips #vaccine", None).await;
+    mock.post(
+        ALICE_TOKEN,
+        "@musebot is this true?",
+        Some(tagged["id"].as_str().unwrap()),
+    )
+    .await;
+    wait_log(&daemon, "reason=\"opted_out\"", 3).await;
+
+    let start = mock.post(BOB_TOKEN, "@musebot start", None).await;
+    wait_bot(&daemon, &mock, |s| !replies_to(s, &start).is_empty()).await;
+    let again = mock.post(ALICE_TOKEN, "Sharks do not get cancer.", None).await;
+    mock.post(BOB_TOKEN, "@musebot is this true?", Some(again["id"].as_str().unwrap()))
+        .await;
+    let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &again).is_empty()).await;
+    assert!(replies_to(&all, &claim).is_empty(), "{all:#?}");
+    assert!(replies_to(&all, &tagged).is_empty(), "{all:#?}");
+    assert!(text_of(replies_to(&all, &again)[0]).starts_with("@bob "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moderator_check_answers_the_post_at_a_url() {
+    let (mock, _llm, daemon, _dir) = start().await;
+    let target = mock
+        .post(BOB_TOKEN, "Drinking sea water cures dehydration.", None)
+        .await;
+    // The status's address on the bot's own server (mastodon-mock's search does not resolve
+    // URLs; a real server's does, and `search_status` then keeps only the status at that URL).
+    let url = format!("{}/@bob/{}", mock.base, target["id"].as_str().unwrap());
+    // Not a moderator: ignored.
+    mock.post(BOB_TOKEN, &format!("@musebot check {url}"), None).await;
+    wait_log(&daemon, "reason=\"not_moderator\"", 1).await;
+    let command = mock.post(ALICE_TOKEN, &format!("@musebot check {url}"), None).await;
+    let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &target).is_empty()).await;
+    let ack = replies_to(&all, &command);
+    assert_eq!(ack.len(), 1, "{all:#?}");
+    assert!(text_of(ack[0]).contains("Checking"), "{}", text_of(ack[0]));
+    let reply = replies_to(&all, &target);
+    assert_eq!(reply.len(), 1, "{all:#?}");
+    assert!(text_of(reply[0]).contains("counted once"));
+    assert!(!text_of(reply[0]).starts_with('@'), "a flag addresses nobody");
+    // A URL that leads nowhere is answered with why.
+    let missing = mock
+        .post(
+            ALICE_TOKEN,
+            &format!("@musebot check {}/@bob/999999999", mock.base),
+            None,
+        )
+        .await;
+    let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &missing).is_empty()).await;
+    assert!(
+        text_of(replies_to(&all, &missing)[0]).contains("Could not find a post"),
+        "{all:#?}"
+    );
+}
