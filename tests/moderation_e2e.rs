@@ -200,3 +200,70 @@ async fn a_moderator_check_answers_the_post_at_a_url() {
         "{all:#?}"
     );
 }
+
+/// The review queue: replies to hashtag hits and mentions wait for a moderator. `approve` posts
+/// the draft exactly once — even when the daemon is killed (`kill -9`) between the approval and
+/// the post — `reject` drops it, and a draft nobody decides expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_drafts_wait_for_a_moderator() {
+    let mock = MockMastodon::start().await;
+    let llm = ScriptedLlm::start(Script::reply(REPLY)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = "\n[moderation]\nmastodon_moderators = [\"alice\"]\nhashtag_poll_secs = 1\nreview = [\"hashtag\", \"mention\"]\nreview_expiry_secs = 10\n";
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, extra);
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    mock.post(ALICE_TOKEN, "@musebot watch #flood", None).await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "Watching #flood")).await;
+
+    // Held: nothing posted, and `status` lists it by id.
+    let first = mock.post(BOB_TOKEN, "The dam broke last night #flood", None).await;
+    wait_log(&daemon, "draft held for a moderator's review", 1).await;
+    let id = format!("mastodon:tag:{}", first["id"].as_str().unwrap());
+    mock.post(ALICE_TOKEN, "@musebot status", None).await;
+    let all = wait_bot(&daemon, &mock, |s| has_text(s, "Status:")).await;
+    assert!(
+        has_text(&all, &id) && has_text(&all, "Drafts waiting for review: 1"),
+        "{all:#?}"
+    );
+    assert!(replies_to(&all, &first).is_empty(), "held, not posted: {all:#?}");
+
+    // Approved, then killed before the held draft's next look: the restart posts it once.
+    mock.post(ALICE_TOKEN, &format!("@musebot approve {id}"), None).await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "Approved")).await;
+    daemon.kill9();
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    wait_bot(&daemon, &mock, |s| !replies_to(s, &first).is_empty()).await;
+
+    // Rejected: dropped with the note.
+    let second = mock.post(ALICE_TOKEN, "The river rose ten metres #flood", None).await;
+    wait_log(&daemon, "draft held for a moderator's review", 1).await;
+    let second_id = format!("mastodon:tag:{}", second["id"].as_str().unwrap());
+    mock.post(ALICE_TOKEN, &format!("@musebot reject {second_id}"), None)
+        .await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "Rejected")).await;
+    wait_log(&daemon, "reason=\"rejected\"", 1).await;
+
+    // Nobody decides: the draft expires.
+    let claim = mock.post(ALICE_TOKEN, "Rain is caused by cloud seeding.", None).await;
+    mock.post(BOB_TOKEN, "@musebot is this true?", Some(claim["id"].as_str().unwrap()))
+        .await;
+    wait_log(&daemon, "draft held for a moderator's review", 2).await;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !daemon.log_text().contains("reason=\"review_expired\"") {
+        assert!(Instant::now() < deadline, "{}", daemon.log_text());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let all = mock.bot_statuses_all().await;
+    assert_eq!(
+        replies_to(&all, &first).len(),
+        1,
+        "approved: posted exactly once: {all:#?}"
+    );
+    assert!(replies_to(&all, &second).is_empty(), "rejected: {all:#?}");
+    assert!(replies_to(&all, &claim).is_empty(), "expired: {all:#?}");
+}

@@ -23,6 +23,11 @@ pub struct ModerationConfig {
     pub blocked_instances: Vec<String>,
     /// Web domains (and their subdomains) never read or cited as evidence.
     pub blocked_domains: Vec<String>,
+    /// Which triggers' replies wait for a moderator's `approve` before they are posted:
+    /// any of "mention", "hashtag", "moderator".
+    pub review: Vec<String>,
+    /// Seconds a held draft waits for a decision before it is dropped.
+    pub review_expiry_secs: u64,
 }
 
 impl Default for ModerationConfig {
@@ -35,6 +40,8 @@ impl Default for ModerationConfig {
             blocked_accounts: Vec::new(),
             blocked_instances: Vec::new(),
             blocked_domains: Vec::new(),
+            review: Vec::new(),
+            review_expiry_secs: 86_400,
         }
     }
 }

@@ -452,6 +452,24 @@ fn moderation(c: &Config, p: &mut Problems) {
             );
         }
     }
+    if let Some(bad) = m
+        .review
+        .iter()
+        .find(|k| !["mention", "hashtag", "moderator"].contains(&k.as_str()))
+    {
+        p.bad(
+            "moderation.review",
+            format!("holds `{bad}`"),
+            "list any of \"mention\", \"hashtag\", \"moderator\" (the triggers whose replies wait for approval)",
+        );
+    }
+    if m.review_expiry_secs == 0 {
+        p.bad(
+            "moderation.review_expiry_secs",
+            "is 0".into(),
+            "give moderators time to decide, e.g. 86400 (a day)",
+        );
+    }
     for (key, list) in [
         ("moderation.blocked_instances", &m.blocked_instances),
         ("moderation.blocked_domains", &m.blocked_domains),

@@ -68,6 +68,10 @@ pub enum SkipReason {
     Blocked,
     /// The author said "stop".
     OptedOut,
+    /// A moderator rejected the held draft (the note says why).
+    Rejected(String),
+    /// The held draft waited longer than `moderation.review_expiry_secs`.
+    ReviewExpired,
     /// A watched hashtag's policy declined the post (paused, a reply, too old, the tag's or
     /// the author's cap, nothing checkable…): why.
     Policy(String),
@@ -87,6 +91,8 @@ impl SkipReason {
             SkipReason::Blocked => "blocked",
             SkipReason::OptedOut => "opted_out",
             SkipReason::Policy(_) => "policy",
+            SkipReason::Rejected(_) => "rejected",
+            SkipReason::ReviewExpired => "review_expired",
         }
     }
 }
@@ -143,6 +149,8 @@ pub enum Stage {
     /// A debate checks the draft against its evidence (may revise or withdraw it).
     Verify,
     Compose,
+    /// The draft waits for a moderator's approval (only when its trigger's kind is reviewed).
+    Review,
     Post,
 }
 
@@ -153,6 +161,7 @@ impl Stage {
             Stage::Draft => "draft",
             Stage::Verify => "verify",
             Stage::Compose => "compose",
+            Stage::Review => "review",
             Stage::Post => "post",
         }
     }
@@ -183,6 +192,9 @@ pub struct Job {
     /// The verify stage's debates and outcome (absent before it ran, and in older records).
     #[serde(default)]
     pub verification: Option<super::verification::Verification>,
+    /// Set when the draft is held for a moderator (`moderation.review`).
+    #[serde(default)]
+    pub review: Option<super::review::Review>,
     /// Ids of the parts confirmed posted, in order.
     pub posted: Vec<String>,
     /// The public URL of the first part, once posted (kept for the "already answered" pointer
@@ -210,6 +222,7 @@ impl Job {
             plan: None,
             retrieval: None,
             verification: None,
+            review: None,
             posted: Vec::new(),
             first_url: None,
             trace: Vec::new(),
@@ -228,6 +241,9 @@ impl Job {
             (Some(_), None, _) => Some(Stage::Draft),
             (Some(_), Some(_), None) if !verified => Some(Stage::Verify),
             (Some(_), Some(_), None) => Some(Stage::Compose),
+            (Some(_), Some(_), Some(_)) if self.review.as_ref().is_some_and(|r| r.decision.is_none()) => {
+                Some(Stage::Review)
+            }
             (Some(_), Some(_), Some(plan)) if self.posted.len() < plan.parts.len() => Some(Stage::Post),
             (Some(_), Some(_), Some(_)) => None,
         }

@@ -12,6 +12,7 @@ mod legacy;
 mod moderation;
 mod post;
 mod retrieval;
+mod review;
 mod trigger;
 mod usage;
 mod verdict;
@@ -28,6 +29,7 @@ pub use retrieval::{
     Candidate, ContextFinding, ContextPage, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage,
     Retrieval, StepTrace, Tier,
 };
+pub use review::{Review, ReviewDecision};
 pub use trigger::{Account, Cause, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;

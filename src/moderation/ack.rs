@@ -38,17 +38,23 @@ pub fn resume(changed: bool) -> String {
     }
 }
 
-pub fn status(watches: &[TagWatch], paused: bool, opted_out: usize) -> String {
+pub fn status(watches: &[TagWatch], held: &[String], paused: bool, opted_out: usize) -> String {
     let tags: Vec<String> = watches.iter().map(|w| format!("#{}", w.tag)).collect();
-    format!(
-        "Status: {}. Watching: {}. Opted-out users: {opted_out}.",
+    let mut text = format!(
+        "Status: {}. Watching: {}. Opted-out users: {opted_out}. Drafts waiting for review: {}.",
         if paused { "auto-replies paused" } else { "running" },
         if tags.is_empty() {
             "no tags".into()
         } else {
             tags.join(" ")
-        }
-    )
+        },
+        held.len()
+    );
+    // The oldest few, so a moderator can approve or reject them by id.
+    for id in held.iter().take(5) {
+        text.push_str(&format!("\n- {id}"));
+    }
+    text
 }
 
 pub fn stop() -> String {
@@ -70,4 +76,16 @@ pub fn not_found(url: &str, why: &str) -> String {
 
 pub fn no_such_draft(id: &str) -> String {
     format!("No draft {id} is waiting for review.")
+}
+
+pub fn already_decided(id: &str) -> String {
+    format!("Draft {id} was already decided; the first decision stands.")
+}
+
+pub fn approved(id: &str) -> String {
+    format!("Approved: draft {id} will be posted.")
+}
+
+pub fn rejected(id: &str) -> String {
+    format!("Rejected: draft {id} will not be posted.")
 }

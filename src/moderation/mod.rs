@@ -10,7 +10,7 @@ pub mod ack;
 use chrono::Utc;
 
 use crate::config::ModerationConfig;
-use crate::model::{Cause, Command, OptOut, PlatformKind, SkipReason, TagWatch, Trigger};
+use crate::model::{Cause, Command, OptOut, PlatformKind, ReviewDecision, SkipReason, TagWatch, Trigger};
 use crate::store::{Store, StoreError};
 
 /// Whether `url`'s host is one of `domains` or below one (`news.bad.example` under
@@ -179,6 +179,13 @@ impl Moderation {
             Command::Resume => ack::resume(self.store.set_paused(platform, false)?),
             Command::Status => ack::status(
                 &self.store.watches(platform),
+                &self
+                    .store
+                    .held_drafts()?
+                    .iter()
+                    .filter(|j| j.trigger.platform == platform)
+                    .map(|j| j.id.clone())
+                    .collect::<Vec<_>>(),
                 self.store.paused(platform),
                 self.store.opt_outs().iter().filter(|o| o.platform == platform).count(),
             ),
@@ -196,10 +203,58 @@ impl Moderation {
                 ack::start()
             }
             Command::Check(url) => ack::check(url),
-            Command::Approve(id) | Command::Reject(id) => ack::no_such_draft(id),
+            Command::Approve(id) => self.decide(
+                platform,
+                id,
+                ReviewDecision::Approved {
+                    by: by.into(),
+                    at: Utc::now(),
+                },
+            )?,
+            Command::Reject(id) => self.decide(
+                platform,
+                id,
+                ReviewDecision::Rejected {
+                    by: by.into(),
+                    at: Utc::now(),
+                    note: format!("rejected by {by}"),
+                },
+            )?,
         };
         tracing::info!(command = command.as_str(), by, "command carried out");
         Ok(text)
+    }
+
+    /// A moderator's decision on a held draft of this platform; the first one stands. The
+    /// worker takes it at the draft's next look (within seconds) and posts or drops it.
+    fn decide(&self, platform: PlatformKind, id: &str, d: ReviewDecision) -> Result<String, StoreError> {
+        let held = self.store.job(id)?.filter(|j| {
+            j.trigger.platform == platform
+                && j.status == crate::model::Status::Pending
+                && j.review.as_ref().is_some_and(|r| r.decision.is_none())
+        });
+        if held.is_none() {
+            return Ok(ack::no_such_draft(id));
+        }
+        if !self.store.decide(id, &d)? {
+            return Ok(ack::already_decided(id));
+        }
+        tracing::info!(job = id, decision = ?d, "review decided");
+        Ok(match d {
+            ReviewDecision::Approved { .. } => ack::approved(id),
+            ReviewDecision::Rejected { .. } => ack::rejected(id),
+        })
+    }
+
+    /// Whether a reply to this trigger waits for a moderator (`moderation.review`).
+    pub fn needs_review(&self, cause: &Cause) -> bool {
+        let kind = match cause {
+            Cause::Mention => "mention",
+            Cause::HashtagHit { .. } => "hashtag",
+            Cause::ModeratorFlag { .. } => "moderator",
+            Cause::Command { .. } => return false,
+        };
+        self.config.review.iter().any(|k| k == kind)
     }
 }
 

@@ -1,9 +1,10 @@
 //! The `moderation` tree: watched hashtags (`watch:<platform>:<tag>`), paused auto-replies
-//! (`paused:<platform>`) and opt-outs (`optout:<platform>:<handle>`). Every write is flushed
+//! (`paused:<platform>`), opt-outs (`optout:<platform>:<handle>`) and moderators' decisions
+//! on held drafts (`review:<job id>`, written once). Every write is flushed
 //! before it returns: a moderator's acknowledged command survives a crash.
 
 use super::{Store, StoreError};
-use crate::model::{OptOut, PlatformKind, TagWatch};
+use crate::model::{Job, OptOut, PlatformKind, ReviewDecision, TagWatch};
 
 impl Store {
     /// Starts (or replaces) a watch; `false` when the tag was already watched (the policy and
@@ -86,6 +87,37 @@ impl Store {
             .unwrap_or(false)
     }
 
+    /// Records a moderator's decision on a held draft; `false` when one was already taken
+    /// (the first decision stands).
+    pub fn decide(&self, job_id: &str, d: &ReviewDecision) -> Result<bool, StoreError> {
+        let bytes = serde_json::to_vec(d).expect("decision serialises");
+        let first = self
+            .moderation
+            .compare_and_swap(format!("review:{job_id}"), None as Option<&[u8]>, Some(bytes))?
+            .is_ok();
+        self.flush()?;
+        Ok(first)
+    }
+
+    pub fn decision(&self, job_id: &str) -> Option<ReviewDecision> {
+        self.moderation
+            .get(format!("review:{job_id}"))
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_slice(&v).ok())
+    }
+
+    /// Drafts held for review and not yet decided, oldest first.
+    pub fn held_drafts(&self) -> Result<Vec<Job>, StoreError> {
+        let mut held: Vec<Job> = self
+            .pending_jobs()?
+            .into_iter()
+            .filter(|j| j.review.as_ref().is_some_and(|r| r.decision.is_none()) && self.decision(&j.id).is_none())
+            .collect();
+        held.sort_by_key(|j| j.review.as_ref().map(|r| r.since));
+        Ok(held)
+    }
+
     /// Every opt-out (for the status command and the admin page).
     pub fn opt_outs(&self) -> Vec<OptOut> {
         self.moderation
@@ -125,7 +157,14 @@ mod tests {
             };
             assert!(s.set_opt_out(m, "Bob", Some(&o)).unwrap());
         }
-        let s = Store::open(dir.path()).unwrap();
+        // sled's flusher thread may hold the file lock a moment after the handle is dropped.
+        let s = (0..50)
+            .find_map(|_| {
+                Store::open(dir.path())
+                    .map_err(|_| std::thread::sleep(std::time::Duration::from_millis(100)))
+                    .ok()
+            })
+            .expect("the store reopens");
         assert_eq!(s.watches(m).len(), 1);
         assert!(s.watches(PlatformKind::Bluesky).is_empty());
         assert!(s.paused(m) && !s.paused(PlatformKind::Bluesky));

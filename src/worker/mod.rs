@@ -46,10 +46,15 @@ enum StageError {
     Store(#[from] StoreError),
 }
 
+/// How often a held draft looks for a moderator's decision.
+const REVIEW_LOOK_SECS: i64 = 3;
+
 /// What a stage did, when it did not simply fill its output.
 enum StageOutcome {
     Next(Usage),
     Skip(SkipReason),
+    /// Nothing to do until `until` (a draft waiting for a moderator).
+    Wait(chrono::DateTime<chrono::Utc>),
 }
 
 pub struct Worker {
@@ -157,6 +162,11 @@ impl Run<'_> {
                         );
                     }
                 }
+                Ok(StageOutcome::Wait(until)) => {
+                    job.retry_at = Some(until);
+                    self.worker.store.save(&job)?;
+                    return Ok(());
+                }
                 Ok(StageOutcome::Skip(reason)) => {
                     tracing::info!(reason = reason.as_str(), why = ?reason, "job skipped");
                     self.worker.metrics.job_finished(reason.as_str());
@@ -206,6 +216,7 @@ impl Run<'_> {
             Stage::Draft => self.draft(job).await,
             Stage::Verify => self.verify(job).await,
             Stage::Compose => self.compose(job),
+            Stage::Review => self.review(job),
             Stage::Post => self.post(job).await,
         }
     }
@@ -300,7 +311,42 @@ impl Run<'_> {
             parts,
             as_written: false,
         });
+        let is_reply = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply);
+        if is_reply && self.worker.moderation.needs_review(&job.trigger.cause) {
+            tracing::info!(job = %job.id, "draft held for a moderator's review");
+            job.review = Some(crate::model::Review {
+                since: chrono::Utc::now(),
+                decision: None,
+            });
+        }
         Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// A held draft: a moderator's decision (read from the store, where it is written once)
+    /// lets it be posted or drops it; without one it waits, up to `review_expiry_secs`.
+    fn review(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        let now = chrono::Utc::now();
+        match self.worker.store.decision(&job.id) {
+            Some(d @ crate::model::ReviewDecision::Approved { .. }) => {
+                tracing::info!(decision = ?d, "draft approved; posting");
+                if let Some(r) = job.review.as_mut() {
+                    r.decision = Some(d);
+                }
+                Ok(StageOutcome::Next(Usage::default()))
+            }
+            Some(crate::model::ReviewDecision::Rejected { note, .. }) => {
+                Ok(StageOutcome::Skip(SkipReason::Rejected(note)))
+            }
+            None => {
+                let since = job.review.as_ref().map_or(now, |r| r.since);
+                let expiry = self.worker.moderation.config.review_expiry_secs;
+                if now - since > chrono::Duration::seconds(expiry as i64) {
+                    Ok(StageOutcome::Skip(SkipReason::ReviewExpired))
+                } else {
+                    Ok(StageOutcome::Wait(now + chrono::Duration::seconds(REVIEW_LOOK_SECS)))
+                }
+            }
+        }
     }
 
     /// Who may read the reply: never wider than the post asked about or the mention itself;
