@@ -424,7 +424,7 @@ fn moderation(c: &Config, p: &mut Problems) {
         (
             "moderation.tag_policy.author_window_hours",
             t.author_window_hours,
-            "set 1 or more hours",
+            "set 1 to 48 hours",
         ),
         (
             "moderation.tag_policy.max_age_hours",
@@ -435,6 +435,13 @@ fn moderation(c: &Config, p: &mut Problems) {
         if value == 0 {
             p.bad(key, "is 0".into(), fix);
         }
+    }
+    if t.author_window_hours > 48 {
+        p.bad(
+            "moderation.tag_policy.author_window_hours",
+            format!("is {}", t.author_window_hours),
+            "set 1 to 48 hours (counters are kept two days)",
+        );
     }
     for (key, list) in [
         ("moderation.mastodon_moderators", &m.mastodon_moderators),

@@ -137,15 +137,18 @@ impl Moderation {
             .unwrap_or_else(|| self.config.tag_policy.clone());
         let p = t.platform.as_str();
         let now = Utc::now();
-        let window = now.timestamp() / (3600 * i64::from(policy.author_window_hours.max(1)));
-        let author_key = format!("tagauthor:{p}:{}:{window}", author.to_lowercase());
+        // Keys end in their window's first hour (`YYYYMMDDHH`), which is what the store's
+        // pruning reads: a counter lives two days past its window's start.
+        let span = 3600 * i64::from(policy.author_window_hours.max(1));
+        let start = chrono::DateTime::from_timestamp(now.timestamp() / span * span, 0).unwrap_or(now);
+        let author_key = format!("tagauthor:{p}:{}:{}", author.to_lowercase(), start.format("%Y%m%d%H"));
         if !self.store.charge(&author_key, job_id, 1)? {
             return Ok(Some(SkipReason::Policy(format!(
                 "already answered this author in the last {} hours",
                 policy.author_window_hours
             ))));
         }
-        let day_key = format!("tagday:{p}:{tag}:{}", now.format("%Y%m%d"));
+        let day_key = format!("tagday:{p}:{tag}:{}00", now.format("%Y%m%d"));
         if !self.store.charge(&day_key, job_id, policy.replies_per_day)? {
             return Ok(Some(SkipReason::Policy(format!(
                 "#{tag} had its {} replies today",
@@ -337,6 +340,14 @@ mod tests {
         assert_eq!(m.admit_hit(&t, "j1", "bob").unwrap(), None);
         assert_eq!(m.admit_hit(&t, "j1", "bob").unwrap(), None);
         assert!(m.admit_hit(&t, "j2", "Bob").unwrap().is_some());
+        // The hourly prune keeps the counters (their keys end in their window's first hour).
+        let retention = crate::store::Retention {
+            jobs: chrono::Duration::days(30),
+            cache: chrono::Duration::days(1),
+            quota: chrono::Duration::days(2),
+        };
+        m.store.prune(&retention, Utc::now()).unwrap();
+        assert!(m.admit_hit(&t, "j2", "bob").unwrap().is_some(), "pruned too early");
         assert_eq!(m.admit_hit(&t, "j3", "carol").unwrap(), None);
         // Opt-out: stop silences the author, start restores them; both pass triage.
         m.execute(PlatformKind::Mastodon, "carol", &Command::Stop).unwrap();
