@@ -102,7 +102,8 @@ pub async fn check(
     let metrics = Metrics::new();
     let pipeline = crate::pipeline::build(config, Some(store.clone()), Some(metrics.clone()), before)?;
     let worker = Worker {
-        moderation: crate::moderation::Moderation::new(config.moderation.clone(), store.clone()),
+        moderation: crate::moderation::Moderation::new(config.moderation.clone(), store.clone())
+            .with_budget(config.budget.clone(), &config.llm.model),
         store: store.clone(),
         platforms: Platforms::new([Platform::DryRun(platform)]),
         prompts: pipeline.prompts.clone(),

@@ -110,7 +110,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     }
 
     let (queues, first_rx, later_rx) = Queues::new(config.daemon.queue_capacity);
-    let moderation = Moderation::new(config.moderation.clone(), store.clone());
+    let moderation =
+        Moderation::new(config.moderation.clone(), store.clone()).with_budget(config.budget.clone(), &config.llm.model);
     let intake = Intake::new(
         store.clone(),
         metrics.clone(),

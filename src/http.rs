@@ -39,6 +39,7 @@ async fn healthz(State(m): State<SharedMetrics>) -> impl IntoResponse {
         "platforms": states,
         "search": search,
         "failing_search_backends": failing,
+        "budget": m.budget_state(),
     });
     let code = if ok {
         StatusCode::OK

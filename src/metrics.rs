@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -74,6 +75,11 @@ pub struct Metrics {
     pub errors: Family<ErrorLabel, Counter>,
     pub search_failures: Family<SearchFailureLabel, Counter>,
     pub verifications: Family<OutcomeLabel, Counter>,
+    /// Today's LLM tokens and the used share of the day's budget (0 without one).
+    pub budget_tokens: Gauge,
+    pub budget_used: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// The budget as `/healthz` shows it.
+    pub budget: Mutex<serde_json::Value>,
     pub connections: Mutex<BTreeMap<String, ConnState>>,
     pub search_backends: Mutex<BTreeMap<String, BackendHealth>>,
 }
@@ -92,6 +98,18 @@ impl Metrics {
         let errors = Family::<ErrorLabel, Counter>::default();
         let search_failures = Family::<SearchFailureLabel, Counter>::default();
         let verifications = Family::<OutcomeLabel, Counter>::default();
+        let budget_tokens = Gauge::default();
+        let budget_used = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "budget_tokens_today",
+            "LLM tokens used today (UTC), every stage and model",
+            budget_tokens.clone(),
+        );
+        registry.register(
+            "budget_used_ratio",
+            "Share of the day's LLM budget used (tokens or cost, the larger; 0 without a budget)",
+            budget_used.clone(),
+        );
         registry.register(
             "mentions_received",
             "Mentions received, by platform",
@@ -124,6 +142,9 @@ impl Metrics {
             errors,
             search_failures,
             verifications,
+            budget_tokens,
+            budget_used,
+            budget: Mutex::new(serde_json::Value::Null),
             connections: Mutex::new(BTreeMap::new()),
             search_backends: Mutex::new(BTreeMap::new()),
         })
@@ -196,6 +217,18 @@ impl Metrics {
 
     pub fn search_health(&self) -> BTreeMap<String, BackendHealth> {
         self.search_backends.lock().expect("metrics lock").clone()
+    }
+
+    /// Today's spend against the budget, for `/metrics` and `/healthz`.
+    pub fn set_budget(&self, tokens: u64, cost: f64, used: f64, state: &str) {
+        self.budget_tokens.set(tokens as i64);
+        self.budget_used.set(used);
+        *self.budget.lock().expect("metrics lock") =
+            serde_json::json!({"tokens_today": tokens, "cost_today": cost, "used": used, "state": state});
+    }
+
+    pub fn budget_state(&self) -> serde_json::Value {
+        self.budget.lock().expect("metrics lock").clone()
     }
 
     pub fn set_connection(&self, platform: &str, state: ConnState) {

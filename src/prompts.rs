@@ -18,6 +18,7 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "reply_baseline.system.j2",
     "reply_baseline.user.j2",
     "notice_quota.j2",
+    "notice_budget.j2",
     "notice_already_answered.j2",
     "notice_nothing_to_check.j2",
     "notice_not_public.j2",

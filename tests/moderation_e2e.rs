@@ -267,3 +267,65 @@ async fn held_drafts_wait_for_a_moderator() {
     assert!(replies_to(&all, &second).is_empty(), "rejected: {all:#?}");
     assert!(replies_to(&all, &claim).is_empty(), "expired: {all:#?}");
 }
+
+/// The daily budget: the scripted LLM reports 42 + 17 tokens a call, one call a (baseline)
+/// reply. With 70 tokens a day and hashtag replies stopping at half of it, the first mention
+/// stops hashtag auto-replies, the second still goes through, the third gets the one "out of
+/// budget" notice and the fourth silence; `/metrics` and `/healthz` show the spend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_budget_stops_hashtag_replies_before_mentions() {
+    let mock = MockMastodon::start().await;
+    let llm = ScriptedLlm::start(Script::reply(REPLY)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = format!("{MODERATION}\n[budget]\ndaily_tokens = 70\nhashtag_share = 0.5\n");
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    mock.post(ALICE_TOKEN, "@musebot watch #budget", None).await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "Watching #budget")).await;
+
+    let ask = |claim: &'static str, token: &'static str| {
+        let mock = &mock;
+        async move {
+            let target = mock.post(ALICE_TOKEN, claim, None).await;
+            let mention = mock
+                .post(token, "@musebot is this true?", Some(target["id"].as_str().unwrap()))
+                .await;
+            (target, mention)
+        }
+    };
+    let (first, _) = ask("Bananas are radioactive enough to hurt you.", BOB_TOKEN).await;
+    wait_bot(&daemon, &mock, |s| !replies_to(s, &first).is_empty()).await;
+    // 59 of 70 tokens: hashtag replies have stopped.
+    let tagged = mock
+        .post(BOB_TOKEN, "Eating carrots gives night vision #budget", None)
+        .await;
+    wait_log(&daemon, "hashtag auto-replies stopped", 1).await;
+    let (second, _) = ask("Goldfish have a three-second memory.", ALICE_TOKEN).await;
+    wait_bot(&daemon, &mock, |s| !replies_to(s, &second).is_empty()).await;
+    // Spent: one notice to the requester, then silence.
+    let (_, third) = ask("Lightning never strikes twice.", BOB_TOKEN).await;
+    let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &third).is_empty()).await;
+    assert!(
+        text_of(replies_to(&all, &third)[0]).contains("used up today's checking budget"),
+        "{all:#?}"
+    );
+    let (fourth, fourth_mention) = ask("Bulls hate the colour red.", BOB_TOKEN).await;
+    wait_log(&daemon, "the requester was told", 1).await;
+
+    let all = mock.bot_statuses_all().await;
+    assert!(replies_to(&all, &tagged).is_empty(), "{all:#?}");
+    assert!(replies_to(&all, &fourth).is_empty() && replies_to(&all, &fourth_mention).is_empty());
+    assert_eq!(
+        all.iter()
+            .filter(|s| text_of(s).contains("used up today's checking budget"))
+            .count(),
+        1,
+        "one notice: {all:#?}"
+    );
+    let metrics = daemon.http_get("/metrics").await;
+    assert!(metrics.contains("musebot_budget_tokens_today 118"), "{metrics}");
+    let health: Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
+    assert_eq!(health["budget"]["state"], "spent", "{health}");
+}

@@ -3,11 +3,13 @@
 //! fix. The shipped `bot-config.toml` is the defaults, documented; a test keeps the two equal.
 
 mod bluesky;
+mod budget;
 mod images;
 mod moderation;
 mod validate;
 
 pub use bluesky::{BlueskyConfig, BlueskyMode};
+pub use budget::{BudgetConfig, Price};
 pub use images::{ImagesConfig, VisionConfig};
 pub use moderation::ModerationConfig;
 
@@ -35,6 +37,7 @@ pub struct Config {
     pub mastodon: MastodonConfig,
     pub bluesky: BlueskyConfig,
     pub moderation: ModerationConfig,
+    pub budget: BudgetConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -32,6 +32,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         bluesky,
         images,
         moderation,
+        budget,
     ] {
         section(c, &mut p);
     }
@@ -401,6 +402,41 @@ fn mastodon(c: &Config, p: &mut Problems) {
         if m.timeout_secs == 0 {
             p.bad("mastodon.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
         }
+    }
+}
+
+/// `[budget]`.
+fn budget(c: &Config, p: &mut Problems) {
+    let b = &c.budget;
+    if !(b.hashtag_share > 0.0 && b.hashtag_share <= 1.0) {
+        p.bad(
+            "budget.hashtag_share",
+            format!("is {}", b.hashtag_share),
+            "set a share above 0 and at most 1, e.g. 0.8 (hashtag replies stop at 80 % of the day's budget)",
+        );
+    }
+    if !(b.daily_cost >= 0.0 && b.daily_cost.is_finite()) {
+        p.bad(
+            "budget.daily_cost",
+            format!("is {}", b.daily_cost),
+            "set 0 (no cost limit) or a positive amount",
+        );
+    }
+    if let Some((model, _)) = b.prices.iter().find(|(_, pr)| {
+        !(pr.prompt >= 0.0 && pr.completion >= 0.0 && pr.prompt.is_finite() && pr.completion.is_finite())
+    }) {
+        p.bad(
+            &format!("budget.prices.{model}"),
+            "has a negative or non-finite price".into(),
+            "give prices per million tokens as numbers ≥ 0, e.g. { prompt = 0.15, completion = 0.6 }",
+        );
+    }
+    if b.daily_cost > 0.0 && !b.prices.contains_key(&c.llm.model) {
+        p.bad(
+            "budget.prices",
+            format!("has no price for the model `{}`", c.llm.model),
+            "add a price for [llm] model, or set budget.daily_cost = 0",
+        );
     }
 }
 

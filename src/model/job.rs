@@ -32,6 +32,8 @@ pub enum Outcome {
     NotPublic,
     /// A command was carried out (or refused): a direct message to whoever gave it says so.
     Acknowledged,
+    /// The day's LLM budget is spent: one polite notice per requester and day.
+    BudgetNotice,
 }
 
 impl Outcome {
@@ -44,6 +46,7 @@ impl Outcome {
             Outcome::Insufficient => "insufficient",
             Outcome::NotPublic => "not_public",
             Outcome::Acknowledged => "acknowledged",
+            Outcome::BudgetNotice => "budget_notice",
         }
     }
 }

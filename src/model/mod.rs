@@ -23,7 +23,7 @@ pub use debate::{Debate, DebateEnd, Support, Turn};
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use legacy::{decode_job, DecodeError};
-pub use moderation::{OptOut, TagPolicy, TagWatch};
+pub use moderation::{OptOut, Spend, TagPolicy, TagWatch};
 pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
 pub use retrieval::{
     Candidate, ContextFinding, ContextPage, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage,

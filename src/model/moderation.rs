@@ -1,4 +1,5 @@
-//! What moderators and users set, persisted: watched hashtags with their policy, and opt-outs.
+//! What moderators and users set, persisted: watched hashtags with their policy, opt-outs,
+//! and the day's LLM spend the budget counts.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -46,4 +47,12 @@ pub struct OptOut {
     /// Lower-case handle.
     pub handle: String,
     pub since: DateTime<Utc>,
+}
+
+/// The LLM spend of one UTC day (the budget's counter).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spend {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost: f64,
 }

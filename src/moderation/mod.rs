@@ -6,6 +6,7 @@
 //! command. State lives in the store (`moderation` tree); the rules live here.
 
 pub mod ack;
+pub mod budget;
 
 use chrono::Utc;
 
@@ -33,11 +34,25 @@ pub fn domain_blocked(domains: &[String], url: &str) -> bool {
 pub struct Moderation {
     pub config: ModerationConfig,
     pub store: Store,
+    /// The day's LLM budget (no limit unless [`Moderation::with_budget`]).
+    pub budget: budget::Budget,
 }
 
 impl Moderation {
     pub fn new(config: ModerationConfig, store: Store) -> Moderation {
-        Moderation { config, store }
+        let budget = budget::Budget {
+            config: Default::default(),
+            model: String::new(),
+            store: store.clone(),
+        };
+        Moderation { config, store, budget }
+    }
+
+    /// Counts spend against `config` at `model`'s price.
+    pub fn with_budget(mut self, config: crate::config::BudgetConfig, model: &str) -> Moderation {
+        self.budget.config = config;
+        self.budget.model = model.to_string();
+        self
     }
 
     /// Whether `handle` may give moderator commands on `platform`.

@@ -118,6 +118,36 @@ impl Store {
         Ok(held)
     }
 
+    /// Adds to a day's LLM spend (in the quota tree, pruned two days after the day) and
+    /// returns the new total.
+    pub fn add_spend(
+        &self,
+        key: &str,
+        prompt: u64,
+        completion: u64,
+        cost: f64,
+    ) -> Result<crate::model::Spend, StoreError> {
+        let mut total = crate::model::Spend::default();
+        self.quota.update_and_fetch(key, |old| {
+            let mut s: crate::model::Spend = old.and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+            s.prompt_tokens += prompt;
+            s.completion_tokens += completion;
+            s.cost += cost;
+            total = s;
+            Some(serde_json::to_vec(&s).expect("spend serialises"))
+        })?;
+        Ok(total)
+    }
+
+    pub fn spend(&self, key: &str) -> crate::model::Spend {
+        self.quota
+            .get(key)
+            .ok()
+            .flatten()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
     /// Every opt-out (for the status command and the admin page).
     pub fn opt_outs(&self) -> Vec<OptOut> {
         self.moderation

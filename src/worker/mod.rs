@@ -134,6 +134,16 @@ impl Run<'_> {
             job.updated_at = chrono::Utc::now();
             match result {
                 Ok(StageOutcome::Next(usage)) => {
+                    let budget = &self.worker.moderation.budget;
+                    match budget.record(usage) {
+                        Ok(spend) => self.worker.metrics.set_budget(
+                            spend.prompt_tokens + spend.completion_tokens,
+                            spend.cost,
+                            budget.used(),
+                            budget.state().as_str(),
+                        ),
+                        Err(e) => tracing::warn!(error = %e, "the day's spend could not be recorded"),
+                    }
                     self.worker
                         .metrics
                         .tokens(stage.as_str(), usage.prompt_tokens, usage.completion_tokens);

@@ -30,6 +30,9 @@ impl Run<'_> {
         if let Some(reason) = self.skip_reason(job, &target) {
             return Ok(StageOutcome::Skip(reason));
         }
+        if let Some(outcome) = self.spend_gate(job)? {
+            return outcome;
+        }
         if is_hit(job) {
             return self.admit_hit(job, target);
         }
@@ -81,6 +84,38 @@ impl Run<'_> {
             return Some(SkipReason::OptedOut);
         }
         None
+    }
+
+    /// The day's budget: past its hashtag share, hits stop; spent, everything stops, and a
+    /// requester gets one notice a day, then silence. `None`: go on.
+    fn spend_gate(&self, job: &mut Job) -> Result<Option<Result<StageOutcome, StageError>>, StageError> {
+        use crate::moderation::budget::{Budget, BudgetState};
+        let state = self.worker.moderation.budget.state();
+        let skip = |why: &str| Ok(Some(Ok(StageOutcome::Skip(SkipReason::Policy(why.into())))));
+        match state {
+            BudgetState::Open => Ok(None),
+            BudgetState::HashtagsStopped if is_hit(job) => {
+                skip("the day's budget: hashtag auto-replies stopped until tomorrow (UTC)")
+            }
+            BudgetState::HashtagsStopped => Ok(None),
+            BudgetState::Spent => {
+                let Some(requester) = job.trigger.requester().cloned() else {
+                    return skip("the day's budget is spent");
+                };
+                let key = Budget::notice_key(job.trigger.platform.as_str(), &requester.handle);
+                if !self.worker.store.set_once(&key)? {
+                    return skip("the day's budget is spent; the requester was told");
+                }
+                tracing::warn!("the day's LLM budget is spent; telling the requester");
+                Ok(Some(self.notice(
+                    job,
+                    Outcome::BudgetNotice,
+                    "notice_budget.j2",
+                    context! {},
+                    Vec::new(),
+                )))
+            }
+        }
     }
 
     /// A hashtag hit goes on only about a public post not answered yet, within the tag's day

@@ -1,0 +1,40 @@
+//! `[budget]`: the daily LLM budget in tokens and in money (prices per model), and the share
+//! of it after which hashtag auto-replies stop so that mentions can go on.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// LLM tokens (prompt + completion, every model) a UTC day; 0 = no limit.
+    pub daily_tokens: u64,
+    /// Cost a UTC day, in the prices' currency; 0 = no limit.
+    pub daily_cost: f64,
+    /// Share of the day's budget after which hashtag auto-replies stop; mentions go on to
+    /// the whole budget, then each requester gets one "out of budget today" notice.
+    pub hashtag_share: f64,
+    /// Price per million tokens, by model name (`[llm] model`, `[vision] model`).
+    pub prices: BTreeMap<String, Price>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Price {
+    /// Per million prompt tokens.
+    pub prompt: f64,
+    /// Per million completion tokens.
+    pub completion: f64,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            daily_tokens: 0,
+            daily_cost: 0.0,
+            hashtag_share: 0.8,
+            prices: BTreeMap::new(),
+        }
+    }
+}
