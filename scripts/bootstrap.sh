@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine needs to build and test musebot:
 # a C toolchain, Python 3 with venv, curl, npm, PostgreSQL and Redis (for the local Bluesky's
-# AppView), and Rust (rustup) when cargo is missing.
+# AppView), tesseract (OCR), Chromium and its WebDriver (the admin page's browser test), and
+# Rust (rustup) when cargo is missing.
 # Safe to rerun: it installs only what is absent. Uses sudo when not root.
 set -euo pipefail
 
@@ -23,6 +24,9 @@ command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 # OCR of images (the daemon's [images] ocr, and the image tests).
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng)
+# The admin page's browser test drives Debian's headless Chromium over WebDriver.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 if ((${#need[@]})); then
     echo "bootstrap: installing ${need[*]}" >&2
     $SUDO apt-get update -qq

@@ -34,6 +34,17 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         None
     };
 
+    let ad = &config.admin;
+    let admin_token = if ad.listen.is_empty() {
+        None
+    } else {
+        let t = secret::resolve("admin.token", &ad.token_env, &ad.token_file, true)?;
+        if t.as_ref().is_some_and(|t| t.expose().trim().chars().count() < 16) {
+            anyhow::bail!("admin.token: shorter than 16 characters — put a long random token in the file or variable (e.g. `openssl rand -hex 32`)");
+        }
+        t
+    };
+
     std::fs::create_dir_all(&config.daemon.state_dir).with_context(|| {
         format!(
             "daemon.state_dir: cannot create {} — make it writable by the bot's user",
@@ -125,6 +136,28 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             .collect(),
         moderation.clone(),
     );
+    if let Some(token) = admin_token {
+        let listener = tokio::net::TcpListener::bind(&config.admin.listen)
+            .await
+            .with_context(|| {
+                format!(
+                    "admin.listen: cannot listen on {} — pick a free loopback port or set \"\" to disable",
+                    config.admin.listen
+                )
+            })?;
+        tracing::info!(addr = %listener.local_addr()?, "admin page listening");
+        let admin = Arc::new(crate::admin::Admin::new(
+            moderation.clone(),
+            token,
+            config.admin.recent_jobs,
+        ));
+        let stop = shutdown.clone();
+        background.spawn(async move {
+            if let Err(e) = crate::admin::serve(listener, admin, stop).await {
+                tracing::error!(error = %e, "admin page failed");
+            }
+        });
+    }
     let worker = Arc::new(Worker {
         store: store.clone(),
         moderation,

@@ -1,6 +1,7 @@
 //! musebot: a daemon that answers misinformation on social media the way a careful
 //! fact-checker would. See ARCHITECTURE.md for the code map and the invariants.
 
+pub mod admin;
 pub mod body;
 pub mod check;
 pub mod cli;

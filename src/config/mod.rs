@@ -2,12 +2,14 @@
 //! deny_unknown_fields)`, one `Default`, and [`Config::validate`] that names each bad key with a
 //! fix. The shipped `bot-config.toml` is the defaults, documented; a test keeps the two equal.
 
+mod admin;
 mod bluesky;
 mod budget;
 mod images;
 mod moderation;
 mod validate;
 
+pub use admin::AdminConfig;
 pub use bluesky::{BlueskyConfig, BlueskyMode};
 pub use budget::{BudgetConfig, Price};
 pub use images::{ImagesConfig, VisionConfig};
@@ -38,6 +40,7 @@ pub struct Config {
     pub bluesky: BlueskyConfig,
     pub moderation: ModerationConfig,
     pub budget: BudgetConfig,
+    pub admin: AdminConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,6 +3,9 @@
 
 use super::{Config, ConfigProblem, PipelineMode};
 
+#[path = "validate_ops.rs"]
+mod ops;
+
 /// Collects problems as `key: problem — fix`.
 #[derive(Default)]
 pub(super) struct Problems(pub(super) Vec<ConfigProblem>);
@@ -31,8 +34,9 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         mastodon,
         bluesky,
         images,
-        moderation,
-        budget,
+        ops::moderation,
+        ops::budget,
+        ops::admin,
     ] {
         section(c, &mut p);
     }
@@ -401,128 +405,6 @@ fn mastodon(c: &Config, p: &mut Problems) {
         }
         if m.timeout_secs == 0 {
             p.bad("mastodon.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
-        }
-    }
-}
-
-/// `[budget]`.
-fn budget(c: &Config, p: &mut Problems) {
-    let b = &c.budget;
-    if !(b.hashtag_share > 0.0 && b.hashtag_share <= 1.0) {
-        p.bad(
-            "budget.hashtag_share",
-            format!("is {}", b.hashtag_share),
-            "set a share above 0 and at most 1, e.g. 0.8 (hashtag replies stop at 80 % of the day's budget)",
-        );
-    }
-    if !(b.daily_cost >= 0.0 && b.daily_cost.is_finite()) {
-        p.bad(
-            "budget.daily_cost",
-            format!("is {}", b.daily_cost),
-            "set 0 (no cost limit) or a positive amount",
-        );
-    }
-    if let Some((model, _)) = b.prices.iter().find(|(_, pr)| {
-        !(pr.prompt >= 0.0 && pr.completion >= 0.0 && pr.prompt.is_finite() && pr.completion.is_finite())
-    }) {
-        p.bad(
-            &format!("budget.prices.{model}"),
-            "has a negative or non-finite price".into(),
-            "give prices per million tokens as numbers ≥ 0, e.g. { prompt = 0.15, completion = 0.6 }",
-        );
-    }
-    if b.daily_cost > 0.0 && !b.prices.contains_key(&c.llm.model) {
-        p.bad(
-            "budget.prices",
-            format!("has no price for the model `{}`", c.llm.model),
-            "add a price for [llm] model, or set budget.daily_cost = 0",
-        );
-    }
-}
-
-/// `[moderation]`.
-fn moderation(c: &Config, p: &mut Problems) {
-    let m = &c.moderation;
-    if !(1..=3600).contains(&m.hashtag_poll_secs) {
-        p.bad(
-            "moderation.hashtag_poll_secs",
-            format!("is {}", m.hashtag_poll_secs),
-            "set 1 to 3600 seconds (20 keeps one watched tag at 15 reads a 5 minutes, of 300 allowed)",
-        );
-    }
-    let t = &m.tag_policy;
-    for (key, value, fix) in [
-        (
-            "moderation.tag_policy.replies_per_day",
-            t.replies_per_day,
-            "set 1 or more (0 would watch a tag and never answer)",
-        ),
-        (
-            "moderation.tag_policy.author_window_hours",
-            t.author_window_hours,
-            "set 1 to 48 hours",
-        ),
-        (
-            "moderation.tag_policy.max_age_hours",
-            t.max_age_hours,
-            "set 1 or more hours",
-        ),
-    ] {
-        if value == 0 {
-            p.bad(key, "is 0".into(), fix);
-        }
-    }
-    if t.author_window_hours > 48 {
-        p.bad(
-            "moderation.tag_policy.author_window_hours",
-            format!("is {}", t.author_window_hours),
-            "set 1 to 48 hours (counters are kept two days)",
-        );
-    }
-    for (key, list) in [
-        ("moderation.mastodon_moderators", &m.mastodon_moderators),
-        ("moderation.bluesky_moderators", &m.bluesky_moderators),
-        ("moderation.blocked_accounts", &m.blocked_accounts),
-    ] {
-        if let Some(bad) = list
-            .iter()
-            .find(|h| h.trim().is_empty() || h.contains(char::is_whitespace))
-        {
-            p.bad(
-                key,
-                format!("holds `{bad}`"),
-                "write each account as user, user@domain (Mastodon) or a handle (Bluesky), without spaces",
-            );
-        }
-    }
-    if let Some(bad) = m
-        .review
-        .iter()
-        .find(|k| !["mention", "hashtag", "moderator"].contains(&k.as_str()))
-    {
-        p.bad(
-            "moderation.review",
-            format!("holds `{bad}`"),
-            "list any of \"mention\", \"hashtag\", \"moderator\" (the triggers whose replies wait for approval)",
-        );
-    }
-    if m.review_expiry_secs == 0 {
-        p.bad(
-            "moderation.review_expiry_secs",
-            "is 0".into(),
-            "give moderators time to decide, e.g. 86400 (a day)",
-        );
-    }
-    for (key, list) in [
-        ("moderation.blocked_instances", &m.blocked_instances),
-        ("moderation.blocked_domains", &m.blocked_domains),
-    ] {
-        if let Some(bad) = list.iter().find(|d| d.trim().is_empty() || d.contains(['/', ':', ' '])) {
-            p.bad(
-                key,
-                format!("holds `{bad}`"),
-                "write bare domains such as example.com (no scheme, no path)",
-            );
         }
     }
 }

@@ -51,10 +51,15 @@ impl Budget {
         if u.prompt_tokens == 0 && u.completion_tokens == 0 {
             return Ok(self.today());
         }
-        let price = self.config.prices.get(&self.model).copied().unwrap_or_default();
-        let cost = (u.prompt_tokens as f64 * price.prompt + u.completion_tokens as f64 * price.completion) / 1e6;
+        let cost = self.cost_of(u);
         self.store
             .add_spend(&Self::key(), u.prompt_tokens, u.completion_tokens, cost)
+    }
+
+    /// What `u` costs at the main model's price.
+    pub fn cost_of(&self, u: Usage) -> f64 {
+        let price = self.config.prices.get(&self.model).copied().unwrap_or_default();
+        (u.prompt_tokens as f64 * price.prompt + u.completion_tokens as f64 * price.completion) / 1e6
     }
 
     pub fn today(&self) -> Spend {

@@ -246,8 +246,14 @@ impl Moderation {
     /// A moderator's decision on a held draft of this platform; the first one stands. The
     /// worker takes it at the draft's next look (within seconds) and posts or drops it.
     fn decide(&self, platform: PlatformKind, id: &str, d: ReviewDecision) -> Result<String, StoreError> {
+        self.decide_on(Some(platform), id, d)
+    }
+
+    /// A decision on a held draft of `platform` (any platform for the operator's admin page);
+    /// returns the acknowledgement's words.
+    pub fn decide_on(&self, platform: Option<PlatformKind>, id: &str, d: ReviewDecision) -> Result<String, StoreError> {
         let held = self.store.job(id)?.filter(|j| {
-            j.trigger.platform == platform
+            platform.is_none_or(|p| j.trigger.platform == p)
                 && j.status == crate::model::Status::Pending
                 && j.review.as_ref().is_some_and(|r| r.decision.is_none())
         });

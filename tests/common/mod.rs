@@ -14,6 +14,7 @@ pub mod mastodon;
 pub mod proxy;
 pub mod sandbox;
 pub mod web;
+pub mod webdriver;
 
 pub use daemon::*;
 pub use llm::*;

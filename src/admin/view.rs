@@ -1,0 +1,120 @@
+//! What the admin page shows, read from the store: recent jobs (trigger, outcome, tokens,
+//! cost, the stage trace and the reply), drafts held for review, watched tags with their
+//! policies, the day's budget, and who opted out. Plain data for the templates, which escape
+//! every value (post and page text is untrusted).
+
+use serde_json::{json, Value};
+
+use crate::model::{Cause, Job, PlatformKind, Status};
+use crate::moderation::Moderation;
+use crate::store::StoreError;
+
+const EXCERPT: usize = 280;
+
+fn excerpt(text: &str) -> String {
+    let mut t: String = text.chars().take(EXCERPT).collect();
+    if text.chars().count() > EXCERPT {
+        t.push('…');
+    }
+    t
+}
+
+fn cause(c: &Cause) -> String {
+    match c {
+        Cause::Mention => "mention".into(),
+        Cause::HashtagHit { tag } => format!("hashtag #{tag}"),
+        Cause::ModeratorFlag { moderator } => format!("moderator {moderator}"),
+        Cause::Command { command } => format!("command {}", command.as_str()),
+    }
+}
+
+fn status(s: &Status) -> String {
+    match s {
+        Status::Pending => "pending".into(),
+        Status::Done => "done".into(),
+        Status::Skipped(r) => format!("skipped: {}", r.as_str()),
+        Status::Failed(e) => format!("failed: {}", excerpt(e)),
+    }
+}
+
+fn job_row(m: &Moderation, j: &Job) -> Value {
+    let tokens = j.tokens();
+    json!({
+        "id": j.id,
+        "platform": j.trigger.platform.as_str(),
+        "cause": cause(&j.trigger.cause),
+        "requester": j.trigger.requester().map(|a| a.handle.clone()).unwrap_or_default(),
+        "status": status(&j.status),
+        "outcome": j.draft.as_ref().map(|d| d.outcome.as_str()).unwrap_or(""),
+        "tokens": tokens.prompt_tokens + tokens.completion_tokens,
+        "cost": format!("{:.4}", m.budget.cost_of(tokens)),
+        "updated": j.updated_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        "trace": j.trace.iter().map(|t| json!({
+            "stage": t.stage.as_str(),
+            "millis": t.millis,
+            "tokens": t.prompt_tokens + t.completion_tokens,
+        })).collect::<Vec<_>>(),
+        "target": j.target.as_ref().map(|t| json!({"author": t.author, "text": excerpt(&t.text)})),
+        "reply": j.draft.as_ref().map(|d| d.text.clone()).unwrap_or_default(),
+        "first_url": j.first_url,
+    })
+}
+
+/// The dashboard's data.
+pub fn dashboard(m: &Moderation, recent: usize) -> Result<Value, StoreError> {
+    let mut jobs = m.store.all_jobs()?;
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.updated_at));
+    let held: Vec<Value> = m
+        .store
+        .held_drafts()?
+        .iter()
+        .map(|j| {
+            let mut row = job_row(m, j);
+            row["since"] = json!(j
+                .review
+                .as_ref()
+                .map(|r| r.since.format("%Y-%m-%d %H:%M:%S UTC").to_string()));
+            row["parts"] = json!(j.plan.as_ref().map(|p| p.parts.clone()).unwrap_or_default());
+            row
+        })
+        .collect();
+    let platforms = [PlatformKind::Mastodon, PlatformKind::Bluesky];
+    let tags: Vec<Value> = platforms
+        .iter()
+        .flat_map(|p| m.store.watches(*p))
+        .map(|w| {
+            json!({
+                "platform": w.platform.as_str(), "tag": w.tag, "by": w.by,
+                "since": w.since.format("%Y-%m-%d %H:%M UTC").to_string(),
+                "replies_per_day": w.policy.replies_per_day,
+                "author_window_hours": w.policy.author_window_hours,
+                "max_age_hours": w.policy.max_age_hours,
+            })
+        })
+        .collect();
+    let paused: Vec<&str> = platforms
+        .iter()
+        .filter(|p| m.store.paused(**p))
+        .map(|p| p.as_str())
+        .collect();
+    let spend = m.budget.today();
+    let b = &m.budget.config;
+    Ok(json!({
+        "jobs": jobs.iter().take(recent).map(|j| job_row(m, j)).collect::<Vec<_>>(),
+        "held": held,
+        "tags": tags,
+        "paused": paused,
+        "budget": {
+            "tokens": spend.prompt_tokens + spend.completion_tokens,
+            "cost": format!("{:.4}", spend.cost),
+            "daily_tokens": b.daily_tokens,
+            "daily_cost": b.daily_cost,
+            "used_percent": format!("{:.1}", 100.0 * m.budget.used()),
+            "state": m.budget.state().as_str(),
+        },
+        "opt_outs": m.store.opt_outs().iter().map(|o| json!({
+            "platform": o.platform.as_str(), "handle": o.handle,
+            "since": o.since.format("%Y-%m-%d %H:%M UTC").to_string(),
+        })).collect::<Vec<_>>(),
+    }))
+}
