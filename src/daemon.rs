@@ -116,6 +116,17 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         else {
             return Ok(());
         };
+        if matches!(source, crate::platform::bluesky::Listener::Notifications(_)) {
+            sources.push(Source::BlueskyHashtags(
+                crate::platform::bluesky::hashtag::BlueskyHashtags {
+                    xrpc: bluesky.xrpc.clone(),
+                    bot: bluesky.bot.clone(),
+                    every: Duration::from_secs(config.moderation.hashtag_poll_secs),
+                },
+            ));
+        } else {
+            tracing::info!("bluesky.mode = \"firehose\": watched hashtags need an AppView's search and are not followed on Bluesky");
+        }
         platforms.insert(Platform::Bluesky(bluesky));
         sources.push(Source::Bluesky(source));
     }

@@ -572,3 +572,107 @@ async fn firehose_mode_answers_a_mention_without_an_appview() {
     assert_eq!(posted[1]["value"]["reply"]["parent"]["uri"], json!(second.uri));
     assert!(!daemon.log_text().contains("cursor=live"), "{}", daemon.log_text());
 }
+
+/// Moderators and opt-outs on Bluesky: a moderator's `status` is acknowledged (a reply under
+/// the command: Bluesky posts have no direct visibility), a non-moderator's `pause` is ignored,
+/// `stop` keeps the bot away from its author's requests until `start`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moderators_command_and_users_opt_out_on_bluesky() {
+    let Some(net) = Network::shared() else { return };
+    let alice = net.account("alice").await;
+    let extra = format!("\n[moderation]\nbluesky_moderators = [\"{}\"]\n", alice.handle);
+    let bot = start_bot_at(
+        net,
+        &net.pds,
+        Script::reply("This post is false: fish do not sleep upside down."),
+        None,
+        &extra,
+    )
+    .await;
+    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+    let bob = net.account("bob").await;
+    let carol = net.account("carol").await;
+    // A top-level post that mentions the bot.
+    let command = |who: &'static User, words: &'static str| {
+        let handle = bot.user.handle.clone();
+        let did = bot.user.did.clone();
+        async move {
+            let text = format!("@{handle} {words}");
+            let facets = json!([{
+                "index": {"byteStart": 0, "byteEnd": 1 + handle.len()},
+                "features": [{"$type": "app.bsky.richtext.facet#mention", "did": did}],
+            }]);
+            who.post(&text, None, facets, None).await
+        }
+    };
+    let alice: &'static User = Box::leak(Box::new(alice));
+    let bob: &'static User = Box::leak(Box::new(bob));
+    let replies_to = |records: &[Value], uri: &str| -> Vec<String> {
+        records
+            .iter()
+            .filter(|r| r["value"]["reply"]["parent"]["uri"] == json!(uri))
+            .map(|r| r["value"]["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+
+    let status = command(alice, "status").await;
+    command(bob, "pause").await;
+    wait_for_log(&bot.daemon, "reason=\"not_moderator\"").await;
+    let records = bob.wait_for_records(&bot.user.did, 1, Duration::from_secs(60)).await;
+    let ack = replies_to(&records, &status.uri);
+    assert_eq!(ack.len(), 1, "{records:#?}\n{}", bot.daemon.log_text());
+    assert!(ack[0].contains("Status: running"), "{}", ack[0]);
+
+    let stop = command(bob, "stop").await;
+    let records = bob.wait_for_records(&bot.user.did, 2, Duration::from_secs(60)).await;
+    assert!(replies_to(&records, &stop.uri)[0].contains("will not check your posts"));
+    let claim = carol.post("Fish sleep upside down.", None, json!([]), None).await;
+    bob.mention(&bot.user, "is this true?", &claim, &claim).await;
+    wait_for_log(&bot.daemon, "reason=\"opted_out\"").await;
+
+    let start = command(bob, "start").await;
+    bob.wait_for_records(&bot.user.did, 3, Duration::from_secs(60)).await;
+    let again = bob.mention(&bot.user, "and now?", &claim, &claim).await;
+    let records = bob.wait_for_records(&bot.user.did, 4, Duration::from_secs(60)).await;
+    assert!(
+        replies_to(&records, &start.uri)[0].contains("Welcome back"),
+        "{records:#?}"
+    );
+    let answer = replies_to(&records, &again.uri);
+    assert_eq!(answer.len(), 1, "{records:#?}\n{}", bot.daemon.log_text());
+    assert!(answer[0].contains("do not sleep upside down"), "{}", answer[0]);
+    assert_eq!(
+        records.len(),
+        4,
+        "nothing for the ignored pause or the opted-out ask: {records:#?}"
+    );
+
+    // A watched tag, found by the AppView's search: a new post carrying it (a tag facet, as
+    // clients write it) gets one reply under it; the same author again inside the window, none.
+    let watch = command(alice, "watch #fish").await;
+    let records = bob.wait_for_records(&bot.user.did, 5, Duration::from_secs(60)).await;
+    assert!(
+        replies_to(&records, &watch.uri)[0].contains("Watching #fish"),
+        "{records:#?}"
+    );
+    let text = "Goldfish forget everything in three seconds #fish";
+    let at = text.find("#fish").unwrap();
+    let facets = json!([{
+        "index": {"byteStart": at, "byteEnd": text.len()},
+        "features": [{"$type": "app.bsky.richtext.facet#tag", "tag": "fish"}],
+    }]);
+    let tagged = carol.post(text, None, facets, None).await;
+    let records = bob.wait_for_records(&bot.user.did, 6, Duration::from_secs(60)).await;
+    let answer = replies_to(&records, &tagged.uri);
+    assert_eq!(answer.len(), 1, "{records:#?}\n{}", bot.daemon.log_text());
+    assert!(
+        !answer[0].starts_with('@'),
+        "nobody asked, nobody is addressed: {}",
+        answer[0]
+    );
+    carol
+        .post("Sharks die if they stop swimming #fish", None, json!([]), None)
+        .await;
+    wait_for_log(&bot.daemon, "already answered this author").await;
+    assert_eq!(bob.records_of(&bot.user.did).await.len(), 6);
+}

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::intake::Intake;
 use crate::model::PlatformKind;
+use crate::platform::bluesky::hashtag::BlueskyHashtags;
 use crate::platform::bluesky::Listener;
 use crate::platform::mastodon::hashtag::HashtagWatch;
 use crate::platform::mastodon::stream::MastodonSource;
@@ -19,13 +20,15 @@ pub enum Source {
     MastodonHashtags(HashtagWatch),
     /// Mentions and replies from Bluesky's notifications (polled) or its firehose.
     Bluesky(Listener),
+    /// Watched hashtags, searched on the AppView.
+    BlueskyHashtags(BlueskyHashtags),
 }
 
 impl Source {
     pub fn kind(&self) -> PlatformKind {
         match self {
             Source::Mastodon(_) | Source::MastodonHashtags(_) => PlatformKind::Mastodon,
-            Source::Bluesky(_) => PlatformKind::Bluesky,
+            Source::Bluesky(_) | Source::BlueskyHashtags(_) => PlatformKind::Bluesky,
         }
     }
 
@@ -35,6 +38,7 @@ impl Source {
             Source::Mastodon(s) => s.run(intake, stop).await,
             Source::MastodonHashtags(s) => s.run(intake, stop).await,
             Source::Bluesky(s) => s.run(intake, stop).await,
+            Source::BlueskyHashtags(s) => s.run(intake, stop).await,
         }
     }
 }

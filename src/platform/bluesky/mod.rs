@@ -10,6 +10,7 @@
 //! read back — instead of posting the part twice.
 
 pub mod firehose;
+pub mod hashtag;
 pub mod records;
 pub mod richtext;
 pub mod source;

@@ -71,6 +71,45 @@ pub fn trigger_of(item: &serde_json::Value, bot: &BotId) -> Result<Option<Trigge
     }))
 }
 
+/// A post view found on a watched hashtag → a hit: `Ok(None)` when the post does not carry
+/// the tag (search matched the text elsewhere), `Err(reason)` for an unreadable record.
+pub fn hit_of(view: &PostView, tag: &str, bot: &BotId) -> Result<Option<Trigger>, String> {
+    let record = post_record(&serde_json::to_value(&view.record).unwrap_or_default())?;
+    let tagged = record.facets.iter().flatten().any(|f| {
+        f.features
+            .iter()
+            .any(|x| matches!(x, Union::Refs(MainFeaturesItem::Tag(t)) if t.tag.eq_ignore_ascii_case(tag)))
+    }) || record.text.split_whitespace().any(|w| {
+        w.trim_end_matches(['.', ',', '!', '?', ':', ';'])
+            .strip_prefix('#')
+            .is_some_and(|t| t.eq_ignore_ascii_case(tag))
+    });
+    if !tagged {
+        return Ok(None);
+    }
+    let created_at = parse_time(record.created_at.as_str()).unwrap_or_else(Utc::now);
+    Ok(Some(Trigger {
+        platform: PlatformKind::Bluesky,
+        cause: Cause::HashtagHit { tag: tag.to_string() },
+        event_id: view.uri.clone(),
+        status_id: view.uri.clone(),
+        in_reply_to_id: record.reply.as_ref().map(|r| r.parent.uri.clone()),
+        // The tagged post itself is checked, not a post it quotes.
+        quote_of: None,
+        asked_in_text: true,
+        author: Account {
+            handle: view.author.handle.as_str().to_string(),
+            is_bot: has_bot_label(view.author.labels.as_deref()),
+            is_self: view.author.did.as_str() == bot.did,
+            // A basic profile view carries no description; the resolve stage reads it.
+            nobot: false,
+        },
+        visibility: Visibility::Public,
+        created_at,
+        text: record.text,
+    }))
+}
+
 /// Who wrote a post, as far as a view or a repo tells.
 pub struct Author<'a> {
     pub handle: &'a str,

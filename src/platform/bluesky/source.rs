@@ -165,18 +165,18 @@ impl BlueskySource {
 }
 
 /// An item's place in the cursor order: `{indexedAt in µs, UTC} {uri}`.
-fn sort_key(item: &serde_json::Value) -> Option<String> {
+pub(super) fn sort_key(item: &serde_json::Value) -> Option<String> {
     let uri = item.get("uri")?.as_str()?;
     let at = chrono::DateTime::parse_from_rfc3339(item.get("indexedAt")?.as_str()?).ok()?;
     Some(key_at(at.with_timezone(&chrono::Utc), uri))
 }
 
-fn key_at(at: chrono::DateTime<chrono::Utc>, uri: &str) -> String {
+pub(super) fn key_at(at: chrono::DateTime<chrono::Utc>, uri: &str) -> String {
     format!("{} {uri}", at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
 }
 
 /// The key [`LOOKBACK`] before a cursor's time (the cursor itself when unreadable).
-fn lookback_floor(mark: &str) -> String {
+pub(super) fn lookback_floor(mark: &str) -> String {
     let time = mark.split(' ').next().unwrap_or_default();
     match chrono::DateTime::parse_from_rfc3339(time) {
         Ok(t) => key_at(t.with_timezone(&chrono::Utc) - LOOKBACK, ""),
