@@ -138,7 +138,10 @@ impl Intake {
         if !inner.store.enqueue(&job, cursor)? {
             return Ok(());
         }
-        inner.metrics.mention(platform);
+        if job.trigger.cause == Cause::Mention {
+            inner.metrics.mention(platform);
+        }
+        inner.metrics.trigger(platform, cause);
         let requester = job.trigger.requester().map_or("", |a| a.handle.as_str());
         let span = tracing::info_span!("trigger", job = %job.id, platform, cause, requester);
         let _guard = span.enter();

@@ -17,6 +17,13 @@ pub struct PlatformLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TriggerLabel {
+    pub platform: String,
+    /// `mention`, `hashtag`, `moderator`, `command`.
+    pub cause: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
     pub outcome: String,
 }
@@ -70,6 +77,7 @@ pub struct Metrics {
     pub registry: Registry,
     pub mentions_received: Family<PlatformLabel, Counter>,
     pub jobs: Family<OutcomeLabel, Counter>,
+    pub triggers: Family<TriggerLabel, Counter>,
     pub stage_seconds: Family<StageLabel, Histogram>,
     pub llm_tokens: Family<TokenLabel, Counter>,
     pub errors: Family<ErrorLabel, Counter>,
@@ -91,6 +99,12 @@ impl Metrics {
         let mut registry = Registry::with_prefix("musebot");
         let mentions_received = Family::<PlatformLabel, Counter>::default();
         let jobs = Family::<OutcomeLabel, Counter>::default();
+        let triggers = Family::<TriggerLabel, Counter>::default();
+        registry.register(
+            "triggers",
+            "Triggers that became jobs, by platform and cause (mention|hashtag|moderator|command)",
+            triggers.clone(),
+        );
         let stage_seconds = Family::<StageLabel, Histogram>::new_with_constructor(|| {
             Histogram::new([0.005, 0.05, 0.25, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0])
         });
@@ -137,6 +151,7 @@ impl Metrics {
             registry,
             mentions_received,
             jobs,
+            triggers,
             stage_seconds,
             llm_tokens,
             errors,
@@ -154,6 +169,15 @@ impl Metrics {
         self.mentions_received
             .get_or_create(&PlatformLabel {
                 platform: platform.into(),
+            })
+            .inc();
+    }
+
+    pub fn trigger(&self, platform: &str, cause: &str) {
+        self.triggers
+            .get_or_create(&TriggerLabel {
+                platform: platform.into(),
+                cause: cause.into(),
             })
             .inc();
     }

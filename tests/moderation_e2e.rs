@@ -129,6 +129,15 @@ async fn a_moderator_watches_a_tag_and_its_policy_holds() {
         !has_text(&all, "#other"),
         "the non-moderator's watch was not acknowledged: {all:#?}"
     );
+    // The trigger of every job is counted by cause.
+    let metrics = daemon.http_get("/metrics").await;
+    for line in [
+        "musebot_triggers_total{platform=\"mastodon\",cause=\"hashtag\"} 3",
+        "musebot_triggers_total{platform=\"mastodon\",cause=\"command\"} 4",
+        "musebot_triggers_total{platform=\"mastodon\",cause=\"mention\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line}\n{metrics}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
