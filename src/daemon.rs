@@ -105,6 +105,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                 client: source.client.clone(),
                 bot: source.bot.clone(),
                 every: Duration::from_secs(config.moderation.hashtag_poll_secs),
+                streaming_base: source.streaming_base.clone(),
+                reconnect_max: Duration::from_secs(config.mastodon.reconnect_max_secs),
             },
         ));
         sources.push(Source::Mastodon(source));

@@ -338,3 +338,35 @@ async fn a_tiny_budget_stops_hashtag_replies_before_mentions() {
     let health: Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
     assert_eq!(health["budget"]["state"], "spent", "{health}");
 }
+
+/// Live: with the timeline catch-up an hour away, only the tag's stream can bring a post in
+/// time; `unwatch` closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_tag_is_followed_live_by_its_stream() {
+    let mock = MockMastodon::start().await;
+    let llm = ScriptedLlm::start(Script::reply(REPLY)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = "\n[moderation]\nmastodon_moderators = [\"alice\"]\nhashtag_poll_secs = 3600\n";
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, extra);
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    mock.post(ALICE_TOKEN, "@musebot watch #live", None).await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "Watching #live")).await;
+    wait_log(&daemon, "hashtag stream connected", 1).await;
+
+    let post = mock
+        .post(BOB_TOKEN, "The bridge collapsed this morning #live", None)
+        .await;
+    let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &post).is_empty()).await;
+    assert_eq!(replies_to(&all, &post).len(), 1);
+
+    mock.post(ALICE_TOKEN, "@musebot unwatch #live", None).await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "No longer watching #live")).await;
+    wait_log(&daemon, "hashtag stream stopped", 1).await;
+    let after = mock
+        .post(ALICE_TOKEN, "The bridge was rebuilt overnight #live", None)
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(replies_to(&mock.bot_statuses_all().await, &after).is_empty());
+}

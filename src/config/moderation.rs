@@ -13,7 +13,8 @@ pub struct ModerationConfig {
     pub mastodon_moderators: Vec<String>,
     /// Bluesky handles whose commands the bot obeys (`alice.bsky.social`).
     pub bluesky_moderators: Vec<String>,
-    /// Seconds between two reads of each watched hashtag's timeline.
+    /// Seconds between two catch-up reads of each watched hashtag's timeline (Mastodon also
+    /// streams each tag live; Bluesky's search runs at this interval).
     pub hashtag_poll_secs: u64,
     /// The policy a newly watched hashtag gets.
     pub tag_policy: TagPolicy,

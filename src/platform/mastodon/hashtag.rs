@@ -1,32 +1,43 @@
-//! Mastodon hashtag watch: every `moderation.hashtag_poll_secs`, each hashtag a moderator
-//! watches is read from its REST tag timeline (`GET /api/v1/timelines/tag/:tag`) forward from
-//! its own cursor (`mastodon:tag:<tag>`), in id order, so no post is missed across restarts or
-//! outages and none becomes two jobs (the job id is the status id, whatever the tag). A tag
-//! without a cursor (just watched) starts from its newest page: posts from before the watch
-//! are left to the policy (`TagWatch::since`). Hits go to intake as `Cause::HashtagHit`
-//! triggers; the policy (paused, replies, bots, `#nobot`, age, per-day and per-author caps)
-//! is applied by intake and the resolve stage, not here.
-//!
-//! Polling, not the hashtag stream: the REST timeline is the catch-up a stream would need
-//! anyway, and one request per tag per poll is well within the 300 per 5 minutes budget.
+//! Mastodon hashtag watch, live with catch-up. Each hashtag a moderator watches gets its own
+//! streaming WebSocket (`stream=hashtag&tag=<tag>`: one channel per socket is what every
+//! server, mastodon-mock included, accepts), opened within [`SYNC_EVERY`] of the `watch`
+//! and closed after the `unwatch`; its `update` events become hits at once and move no cursor.
+//! Every `moderation.hashtag_poll_secs` the REST tag timeline (`GET /api/v1/timelines/tag/:tag`)
+//! is read forward from the tag's own cursor (`mastodon:tag:<tag>`) in id order — the catch-up
+//! that closes any gap a disconnect or restart left — so no post is missed and none becomes two
+//! jobs (the job id is the status id, whatever the tag). A tag without a cursor (just watched)
+//! starts from its newest page, keeping only posts after the watch. Hits go to intake as
+//! `Cause::HashtagHit`; the policy (paused, replies, bots, `#nobot`, age, per-day and
+//! per-author caps) is applied by intake and the resolve stage, not here.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
+use futures_util::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-use super::api::Status;
+use super::api::{Status, StreamFrame};
 use super::client::MastodonClient;
-use super::stream::BotIdentity;
+use super::stream::{open_socket, BotIdentity};
 use super::text::html_to_text;
 use crate::intake::{CursorMove, Event, Intake};
 use crate::model::{id_less, Account, Cause, PlatformKind, TagWatch, Trigger, Visibility};
 
 const PAGE: u32 = 40;
+/// How often the set of watched tags is compared with the open streams.
+pub const SYNC_EVERY: Duration = Duration::from_secs(2);
+const PING_EVERY: Duration = Duration::from_secs(30);
+const SILENCE_LIMIT: Duration = Duration::from_secs(75);
 
 pub struct HashtagWatch {
     pub client: MastodonClient,
     pub bot: BotIdentity,
+    /// The REST catch-up's interval (`moderation.hashtag_poll_secs`).
     pub every: Duration,
+    /// The streaming API's base (`wss://…`).
+    pub streaming_base: String,
+    pub reconnect_max: Duration,
 }
 
 /// The cursor of one watched tag.
@@ -39,9 +50,15 @@ impl HashtagWatch {
     pub async fn run(self, intake: Intake, shutdown: CancellationToken) {
         let mut tick = tokio::time::interval(self.every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sync = tokio::time::interval(SYNC_EVERY);
+        let mut streams: HashMap<String, CancellationToken> = HashMap::new();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
+                _ = sync.tick() => {
+                    self.sync_streams(&intake, &shutdown, &mut streams);
+                    continue;
+                }
                 _ = tick.tick() => {}
             }
             for watch in intake.watches(PlatformKind::Mastodon) {
@@ -53,6 +70,38 @@ impl HashtagWatch {
                     tracing::warn!(tag = %watch.tag, error = %e, "hashtag timeline read failed; trying again at the next poll");
                 }
             }
+        }
+    }
+
+    /// Opens a stream for each newly watched tag, closes those of unwatched ones.
+    fn sync_streams(
+        &self,
+        intake: &Intake,
+        shutdown: &CancellationToken,
+        streams: &mut HashMap<String, CancellationToken>,
+    ) {
+        let watched: Vec<TagWatch> = intake.watches(PlatformKind::Mastodon);
+        streams.retain(|tag, stop| {
+            let keep = watched.iter().any(|w| &w.tag == tag);
+            if !keep {
+                stop.cancel();
+            }
+            keep
+        });
+        for w in watched {
+            if streams.contains_key(&w.tag) {
+                continue;
+            }
+            let stop = shutdown.child_token();
+            streams.insert(w.tag.clone(), stop.clone());
+            let tag_stream = TagStream {
+                client: self.client.clone(),
+                bot: self.bot.clone(),
+                streaming_base: self.streaming_base.clone(),
+                reconnect_max: self.reconnect_max,
+                tag: w.tag,
+            };
+            tokio::spawn(tag_stream.run(intake.clone(), stop));
         }
     }
 
@@ -142,4 +191,103 @@ pub fn hit(status: Status, tag: &str, bot: &BotIdentity) -> Option<Trigger> {
         created_at: status.created_at,
         text,
     })
+}
+
+/// One watched tag's live stream, reconnecting with a growing wait until its watch ends.
+struct TagStream {
+    client: MastodonClient,
+    bot: BotIdentity,
+    streaming_base: String,
+    reconnect_max: Duration,
+    tag: String,
+}
+
+impl TagStream {
+    async fn run(self, intake: Intake, stop: CancellationToken) {
+        let mut backoff = Duration::from_secs(1);
+        while !stop.is_cancelled() {
+            let started = Instant::now();
+            match self.connect_once(&intake, &stop).await {
+                Ok(()) if stop.is_cancelled() => break,
+                Ok(()) => tracing::info!(tag = %self.tag, "hashtag stream closed by the server; reconnecting"),
+                Err(e) => {
+                    intake.metrics().error("hashtag_stream");
+                    tracing::warn!(tag = %self.tag, error = %e, wait_s = backoff.as_secs(), "hashtag stream failed; reconnecting (the timeline catch-up covers the gap)");
+                }
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                backoff = Duration::from_secs(1);
+            }
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(self.reconnect_max);
+        }
+        tracing::info!(tag = %self.tag, "hashtag stream stopped");
+    }
+
+    async fn connect_once(&self, intake: &Intake, stop: &CancellationToken) -> Result<(), String> {
+        let query = format!(
+            "stream=hashtag&tag={}",
+            url::form_urlencoded::byte_serialize(self.tag.as_bytes()).collect::<String>()
+        );
+        let mut ws = open_socket(&self.client, &self.streaming_base, &query).await?;
+        tracing::info!(tag = %self.tag, "hashtag stream connected");
+        let mut ping = tokio::time::interval(PING_EVERY);
+        ping.tick().await;
+        let mut last_frame = Instant::now();
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => {
+                    let _ = ws.close(None).await;
+                    return Ok(());
+                }
+                _ = ping.tick() => {
+                    if last_frame.elapsed() > SILENCE_LIMIT {
+                        return Err("no frame for 75 s".into());
+                    }
+                    ws.send(Message::Ping(Vec::new().into())).await.map_err(|e| e.to_string())?;
+                }
+                frame = ws.next() => {
+                    last_frame = Instant::now();
+                    match frame {
+                        None | Some(Ok(Message::Close(_))) => return Ok(()),
+                        Some(Err(e)) => return Err(e.to_string().replace(self.client.token().expose(), "[redacted]")),
+                        Some(Ok(Message::Text(text))) => self.on_frame(intake, text.as_str()).await?,
+                        Some(Ok(_)) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// An `update` (a new status on the tag) becomes a hit; it moves no cursor (the REST
+    /// catch-up does, in order).
+    async fn on_frame(&self, intake: &Intake, text: &str) -> Result<(), String> {
+        let Ok(frame) = serde_json::from_str::<StreamFrame>(text) else {
+            tracing::warn!("skipping an unreadable hashtag stream frame");
+            return Ok(());
+        };
+        if let Some(err) = frame.error {
+            return Err(format!("server error frame: {err}"));
+        }
+        if frame.event.as_deref() != Some("update") {
+            return Ok(());
+        }
+        let Some(payload) = frame.payload else { return Ok(()) };
+        match serde_json::from_str::<Status>(&payload) {
+            Ok(status) => {
+                let event = Event {
+                    trigger: hit(status, &self.tag, &self.bot),
+                    cursor: None,
+                };
+                intake.accept(event).await.map_err(|e| e.to_string())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "skipping an unreadable status on a hashtag stream");
+                Ok(())
+            }
+        }
+    }
 }

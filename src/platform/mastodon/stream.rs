@@ -87,26 +87,9 @@ impl MastodonSource {
 
     async fn connect_once(&self, intake: &Intake, shutdown: &CancellationToken) -> Result<(), StreamError> {
         let from = intake.cursor(CURSOR)?;
-        let url = format!(
-            "{}/api/v1/streaming?stream=user&access_token={}",
-            self.streaming_base.trim_end_matches('/'),
-            self.client.token().expose()
-        );
-        // The URL carries the token (the only form every server accepts over WebSocket):
-        // it is never logged, and errors are reported without it.
-        let mut request = url
-            .into_client_request()
-            .map_err(|_| StreamError::Socket("invalid streaming URL".into()))?;
-        request.headers_mut().insert(
-            "Authorization",
-            format!("Bearer {}", self.client.token().expose())
-                .parse()
-                .map_err(|_| StreamError::Socket("token is not a valid header value".into()))?,
-        );
-        let (mut ws, _) = tokio::time::timeout(Duration::from_secs(20), tokio_tungstenite::connect_async(request))
+        let mut ws = open_socket(&self.client, &self.streaming_base, "stream=user")
             .await
-            .map_err(|_| StreamError::Socket("connect timed out".into()))?
-            .map_err(|e| StreamError::Socket(scrub(&e.to_string(), self.client.token().expose())))?;
+            .map_err(StreamError::Socket)?;
         intake
             .metrics()
             .set_connection(PlatformKind::Mastodon.as_str(), ConnState::Connected);
@@ -305,6 +288,35 @@ pub fn asks_in_text(status: &Status, bot: &BotIdentity) -> bool {
         handle == user || handle.split_once('@').is_some_and(|(u, _)| u == user)
     };
     text::mentions(&status.content).iter().any(|m| !m.leading && is_bot(m))
+}
+
+/// A streaming WebSocket for `query` (`stream=user`, `stream=hashtag&tag=x`). The URL carries
+/// the token (the only form every server accepts over WebSocket): it is never logged, and
+/// errors are reported without it.
+pub(super) async fn open_socket(
+    client: &MastodonClient,
+    streaming_base: &str,
+    query: &str,
+) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>, String> {
+    let token = client.token().expose();
+    let url = format!(
+        "{}/api/v1/streaming?{query}&access_token={token}",
+        streaming_base.trim_end_matches('/')
+    );
+    let mut request = url
+        .into_client_request()
+        .map_err(|_| "invalid streaming URL".to_string())?;
+    request.headers_mut().insert(
+        "Authorization",
+        format!("Bearer {token}")
+            .parse()
+            .map_err(|_| "token is not a valid header value".to_string())?,
+    );
+    let (ws, _) = tokio::time::timeout(Duration::from_secs(20), tokio_tungstenite::connect_async(request))
+        .await
+        .map_err(|_| "connect timed out".to_string())?
+        .map_err(|e| scrub(&e.to_string(), token))?;
+    Ok(ws)
 }
 
 /// Removes the token from an error message, in case a library echoes the URL.
