@@ -120,8 +120,13 @@ impl Intake {
             return Ok(());
         };
         if trigger.cause == Cause::Mention {
-            if let Some(command) = Command::parse(&trigger.text) {
-                trigger.cause = Cause::Command { command };
+            match Command::parse(&trigger.text) {
+                // Anyone may ask "@bot check <link>": from someone who is not a moderator it
+                // stays an ordinary request about their post.
+                Some(Command::Check(_)) if !inner.moderation.is_moderator(trigger.platform, &trigger.author.handle) => {
+                }
+                Some(command) => trigger.cause = Cause::Command { command },
+                None => {}
             }
         }
         let id = trigger.job_id();

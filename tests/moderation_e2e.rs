@@ -183,9 +183,12 @@ async fn a_moderator_check_answers_the_post_at_a_url() {
     // The status's address on the bot's own server (mastodon-mock's search does not resolve
     // URLs; a real server's does, and `search_status` then keeps only the status at that URL).
     let url = format!("{}/@bob/{}", mock.base, target["id"].as_str().unwrap());
-    // Not a moderator: ignored.
-    mock.post(BOB_TOKEN, &format!("@musebot check {url}"), None).await;
-    wait_log(&daemon, "reason=\"not_moderator\"", 1).await;
+    // Not a moderator: an ordinary request, about the asking post itself (it is top-level),
+    // answered to its author — not a moderator's flag of the linked post.
+    let ask = mock.post(BOB_TOKEN, &format!("@musebot check {url}"), None).await;
+    let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &ask).is_empty()).await;
+    assert!(text_of(replies_to(&all, &ask)[0]).starts_with("@bob "), "{all:#?}");
+    assert!(replies_to(&all, &target).is_empty(), "{all:#?}");
     let command = mock.post(ALICE_TOKEN, &format!("@musebot check {url}"), None).await;
     let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &target).is_empty()).await;
     let ack = replies_to(&all, &command);

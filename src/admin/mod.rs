@@ -36,6 +36,7 @@ impl Admin {
     pub fn new(moderation: Moderation, token: Secret, recent: usize) -> Admin {
         let mut templates = Environment::new();
         for (name, text) in [
+            ("base.html", include_str!("templates/base.html")),
             ("login.html", include_str!("templates/login.html")),
             ("dashboard.html", include_str!("templates/dashboard.html")),
             ("refused.html", include_str!("templates/refused.html")),

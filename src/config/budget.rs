@@ -15,7 +15,8 @@ pub struct BudgetConfig {
     /// Share of the day's budget after which hashtag auto-replies stop; mentions go on to
     /// the whole budget, then each requester gets one "out of budget today" notice.
     pub hashtag_share: f64,
-    /// Price per million tokens, by model name (`[llm] model`, `[vision] model`).
+    /// Price per million tokens, by model name. Every token (the vision model's too) is
+    /// counted at `[llm] model`'s price.
     pub prices: BTreeMap<String, Price>,
 }
 

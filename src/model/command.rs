@@ -62,11 +62,7 @@ impl Command {
         let command = match (verb.as_str(), arg, words.len()) {
             ("watch", Some(a), 2) => Command::Watch(tag(a)?),
             ("unwatch", Some(a), 2) => Command::Unwatch(tag(a)?),
-            ("check", Some(a), 2)
-                if a.starts_with("https://") || a.starts_with("http://") || a.starts_with("at://") =>
-            {
-                Command::Check(a.to_string())
-            }
+            ("check", Some(a), 2) => Command::Check(address(a)?),
             ("pause", None, 1) => Command::Pause,
             ("resume", None, 1) => Command::Resume,
             ("status", None, 1) => Command::Status,
@@ -87,13 +83,28 @@ pub fn tag(word: &str) -> Option<String> {
     ok.then_some(t)
 }
 
+/// A job id: `mastodon:tag:123`, or Bluesky's `bluesky:at://did:plc:x/app.bsky.feed.post/y`.
 fn id(word: &str) -> Option<String> {
     let ok = !word.is_empty()
-        && word.len() <= 200
+        && word.len() <= 300
         && word
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '-' | '_' | '.'));
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '-' | '_' | '.' | '/'));
     ok.then(|| word.to_string())
+}
+
+/// A post's address: a URL, an `at://` URI, or a link as Bluesky's app shortens it in the
+/// text (`bsky.app/profile/…`, no scheme: `https://` is put back).
+fn address(word: &str) -> Option<String> {
+    if word.starts_with("https://") || word.starts_with("http://") || word.starts_with("at://") {
+        return Some(word.to_string());
+    }
+    let (host, path) = word.split_once('/')?;
+    let looks_like_host = host.contains('.')
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
+    (looks_like_host && !path.is_empty()).then(|| format!("https://{word}"))
 }
 
 #[cfg(test)]
@@ -121,6 +132,16 @@ mod tests {
             Command::parse("@musebot approve mastodon:42"),
             Some(Command::Approve("mastodon:42".into()))
         );
+        let bluesky = "bluesky:tag:at://did:plc:abc/app.bsky.feed.post/3kx";
+        assert_eq!(
+            Command::parse(&format!("@musebot.bsky.social reject {bluesky}")),
+            Some(Command::Reject(bluesky.into()))
+        );
+        // The Bluesky app writes links without their scheme in the text.
+        assert_eq!(
+            Command::parse("@musebot.bsky.social check bsky.app/profile/a.bsky.social/post/3kx"),
+            Some(Command::Check("https://bsky.app/profile/a.bsky.social/post/3kx".into()))
+        );
     }
 
     #[test]
@@ -129,6 +150,7 @@ mod tests {
             "@musebot is this true? stop spreading this",
             "@musebot stop it please",
             "@musebot check this",
+            "@musebot check this/that",
             "@musebot watch #a #b",
             "@musebot watch #",
             "@musebot status?? of the vaccine",

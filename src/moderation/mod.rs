@@ -14,6 +14,20 @@ use crate::config::ModerationConfig;
 use crate::model::{Cause, Command, OptOut, PlatformKind, ReviewDecision, SkipReason, TagWatch, Trigger};
 use crate::store::{Store, StoreError};
 
+/// The counters a hit is charged to now: its author's window and its tag's day. Keys end in
+/// their window's first hour (`YYYYMMDDHH`), which is what the store's pruning reads: a counter
+/// lives two days past its window's start.
+fn hit_keys(t: &Trigger, tag: &str, author: &str, policy: &crate::model::TagPolicy) -> (String, String) {
+    let p = t.platform.as_str();
+    let now = Utc::now();
+    let span = 3600 * i64::from(policy.author_window_hours.max(1));
+    let start = chrono::DateTime::from_timestamp(now.timestamp() / span * span, 0).unwrap_or(now);
+    (
+        format!("tagauthor:{p}:{}:{}", author.to_lowercase(), start.format("%Y%m%d%H")),
+        format!("tagday:{p}:{tag}:{}00", now.format("%Y%m%d")),
+    )
+}
+
 /// Whether `url`'s host is one of `domains` or below one (`news.bad.example` under
 /// `bad.example`).
 pub fn domain_blocked(domains: &[String], url: &str) -> bool {
@@ -150,27 +164,47 @@ impl Moderation {
             .watch_of(t.platform, tag)
             .map(|w| w.policy)
             .unwrap_or_else(|| self.config.tag_policy.clone());
-        let p = t.platform.as_str();
-        let now = Utc::now();
-        // Keys end in their window's first hour (`YYYYMMDDHH`), which is what the store's
-        // pruning reads: a counter lives two days past its window's start.
-        let span = 3600 * i64::from(policy.author_window_hours.max(1));
-        let start = chrono::DateTime::from_timestamp(now.timestamp() / span * span, 0).unwrap_or(now);
-        let author_key = format!("tagauthor:{p}:{}:{}", author.to_lowercase(), start.format("%Y%m%d%H"));
-        if !self.store.charge(&author_key, job_id, 1)? {
+        let (author_key, day_key) = hit_keys(t, tag, author, &policy);
+        // Both looked at before either is charged: a full day does not spend the author's slot.
+        let full = |key: &str, limit: u32| {
+            let charged = self.store.charged(key);
+            !charged.iter().any(|j| j == job_id) && charged.len() >= limit as usize
+        };
+        if full(&author_key, 1) {
             return Ok(Some(SkipReason::Policy(format!(
                 "already answered this author in the last {} hours",
                 policy.author_window_hours
             ))));
         }
-        let day_key = format!("tagday:{p}:{tag}:{}00", now.format("%Y%m%d"));
-        if !self.store.charge(&day_key, job_id, policy.replies_per_day)? {
+        if full(&day_key, policy.replies_per_day) {
             return Ok(Some(SkipReason::Policy(format!(
                 "#{tag} had its {} replies today",
                 policy.replies_per_day
             ))));
         }
+        if !self.store.charge(&author_key, job_id, 1)? {
+            return Ok(Some(SkipReason::Policy("already answered this author".into())));
+        }
+        if !self.store.charge(&day_key, job_id, policy.replies_per_day)? {
+            self.store.uncharge(&author_key, job_id)?;
+            return Ok(Some(SkipReason::Policy(format!("#{tag} had its replies today"))));
+        }
         Ok(None)
+    }
+
+    /// Frees a hit's slots when it ends with nothing posted (no verdict to give).
+    pub fn release_hit(&self, t: &Trigger, job_id: &str, author: &str) -> Result<(), StoreError> {
+        let Cause::HashtagHit { tag } = &t.cause else {
+            return Ok(());
+        };
+        let policy = self
+            .store
+            .watch_of(t.platform, tag)
+            .map(|w| w.policy)
+            .unwrap_or_else(|| self.config.tag_policy.clone());
+        let (author_key, day_key) = hit_keys(t, tag, author, &policy);
+        self.store.uncharge(&author_key, job_id)?;
+        self.store.uncharge(&day_key, job_id)
     }
 
     /// Carries out a command (the `check` command's post is enqueued by the caller) and

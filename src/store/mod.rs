@@ -229,6 +229,26 @@ impl Store {
         Ok(allowed)
     }
 
+    /// The jobs charged to counter `key`.
+    pub fn charged(&self, key: &str) -> Vec<String> {
+        self.quota
+            .get(key)
+            .ok()
+            .flatten()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Takes job `job_id` off counter `key` (its slot is free again). Flushed.
+    pub fn uncharge(&self, key: &str, job_id: &str) -> Result<(), StoreError> {
+        self.quota.update_and_fetch(key, |old| {
+            let mut jobs: Vec<String> = old.and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+            jobs.retain(|j| j != job_id);
+            Some(serde_json::to_vec(&jobs).expect("job ids serialise"))
+        })?;
+        self.flush()
+    }
+
     /// Remembers that the picture with perceptual hash `phash` appears at `url` (a post or a
     /// page), for the local reverse image search. Not flushed: losing the last few on a crash
     /// only makes the index a little less complete.

@@ -16,6 +16,10 @@ impl Store {
             .moderation
             .compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(bytes))?
             .is_ok();
+        if new {
+            // A tag watched again starts from now, not from where an old watch stopped.
+            self.cursors.remove(format!("{}:tag:{}", w.platform.as_str(), w.tag))?;
+        }
         self.flush()?;
         Ok(new)
     }

@@ -1,7 +1,8 @@
 //! The dispatcher: feeds workers from the bounded queues — mentions, commands and flags always
-//! before hashtag hits — plus a periodic sweep of the store (jobs of configured platforms, due
-//! for a retry, hashtag hits last), at most `max_jobs_in_flight` at once; on shutdown it stops
-//! taking jobs and gives in-flight ones the grace period.
+//! first, even ahead of a batch waiting for permits — plus a periodic sweep of the store (jobs
+//! of configured platforms, due for a retry, hashtag hits last; served before new hashtag
+//! hits, so retries and held drafts never starve), at most `max_jobs_in_flight` at once; on
+//! shutdown it stops taking jobs and gives in-flight ones the grace period.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -30,11 +31,10 @@ pub async fn dispatch(
     let mut tasks = JoinSet::new();
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     loop {
-        let ids: Vec<String> = tokio::select! {
+        let mut ids: std::collections::VecDeque<String> = tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
-            id = first.recv() => match id { Some(id) => vec![id], None => break },
-            id = later.recv() => match id { Some(id) => vec![id], None => break },
+            id = first.recv() => match id { Some(id) => [id].into(), None => break },
             _ = sweep.tick() => match worker.store.pending_jobs() {
                 Ok(jobs) => {
                     let now = chrono::Utc::now();
@@ -47,12 +47,18 @@ pub async fn dispatch(
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read pending jobs");
-                    Vec::new()
+                    std::collections::VecDeque::new()
                 }
             },
+            id = later.recv() => match id { Some(id) => [id].into(), None => break },
         };
         while tasks.try_join_next().is_some() {}
-        for id in ids {
+        while let Some(mut id) = ids.pop_front() {
+            // A mention that came while this batch waited for permits goes first.
+            if let Ok(first_id) = first.try_recv() {
+                ids.push_front(id);
+                id = first_id;
+            }
             if !in_flight.lock().expect("in-flight lock").insert(id.clone()) {
                 continue;
             }

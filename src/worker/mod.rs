@@ -251,10 +251,6 @@ impl Run<'_> {
             job.retrieval = Some(retrieval);
         }
         match result {
-            // A hashtag hit is answered only with a verdict: nobody asked, so no notice.
-            Ok((draft, _)) if is_hit(job) && draft.outcome != Outcome::Reply => Ok(StageOutcome::Skip(
-                SkipReason::Policy(format!("nothing to post about it ({})", draft.outcome.as_str())),
-            )),
             Ok((draft, usage)) => {
                 job.draft = Some(draft);
                 Ok(StageOutcome::Next(usage))
@@ -312,6 +308,17 @@ impl Run<'_> {
     }
 
     fn compose(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        // A hashtag hit is answered only with a verdict (after verification, which may have
+        // withdrawn it): nobody asked, so no notice; its tag's and author's slots are freed.
+        let outcome = job.draft.as_ref().map(|d| d.outcome);
+        if is_hit(job) && outcome != Some(Outcome::Reply) {
+            let author = job.target.as_ref().map(|t| t.author.clone()).unwrap_or_default();
+            self.worker.moderation.release_hit(&job.trigger, &job.id, &author)?;
+            let what = outcome.map_or("nothing", Outcome::as_str);
+            return Ok(StageOutcome::Skip(SkipReason::Policy(format!(
+                "nothing to post about it ({what})"
+            ))));
+        }
         let parts = self.thread(job, self.platform.limits());
         let target = job.target.as_ref().expect("compose runs after resolve");
         let visibility = self.visibility(job);
@@ -321,8 +328,10 @@ impl Run<'_> {
             parts,
             as_written: false,
         });
-        let is_reply = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply);
-        if is_reply && self.worker.moderation.needs_review(&job.trigger.cause) {
+        // Held: what the pipeline wrote (a verdict, or the honest "could not verify"), not the
+        // resolve stage's notices.
+        let drafted = matches!(outcome, Some(Outcome::Reply | Outcome::Insufficient));
+        if drafted && self.worker.moderation.needs_review(&job.trigger.cause) {
             tracing::info!(job = %job.id, "draft held for a moderator's review");
             job.review = Some(crate::model::Review {
                 since: chrono::Utc::now(),
@@ -435,6 +444,17 @@ impl Run<'_> {
 
     async fn post(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         if job.posted.is_empty() {
+            // A pause, an unwatch or an opt-out since the job was queued (or held) wins.
+            if let Some(reason) = self.no_longer_wanted(job) {
+                return Ok(StageOutcome::Skip(reason));
+            }
+            if is_hit(job) {
+                if let Some(earlier) = self.worker.store.reply_for(&job.target_key(&target_id(job)))? {
+                    if earlier.job_id != job.id {
+                        return Ok(StageOutcome::Skip(SkipReason::Policy("already answered".into())));
+                    }
+                }
+            }
             self.point_to_an_answer_given_meanwhile(job)?;
         }
         loop {
@@ -484,6 +504,24 @@ impl Run<'_> {
         }
         self.record_reply(job)?;
         Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// Why a job queued earlier should not go on now (paused, unwatched, opted out, blocked),
+    /// if it should not. Commands always go on.
+    pub(super) fn no_longer_wanted(&self, job: &Job) -> Option<SkipReason> {
+        if matches!(job.trigger.cause, crate::model::Cause::Command { .. }) {
+            return None;
+        }
+        let m = &self.worker.moderation;
+        if let Some(reason) = m.triage(&job.trigger) {
+            return Some(reason);
+        }
+        let author = job.target.as_ref().map(|t| t.author.as_str())?;
+        if m.blocked_account(author) {
+            return Some(SkipReason::Blocked);
+        }
+        m.opted_out(job.trigger.platform, author)
+            .then_some(SkipReason::OptedOut)
     }
 
     /// Another job answered the same post while this one drafted (two mentions in flight):

@@ -20,6 +20,10 @@ impl Run<'_> {
         if let Cause::Command { command } = job.trigger.cause.clone() {
             return self.command(job, &command).await;
         }
+        // Intake's rules again: a pause, an unwatch or an opt-out may have come since.
+        if let Some(reason) = self.worker.moderation.triage(&job.trigger) {
+            return Ok(StageOutcome::Skip(reason));
+        }
         let target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
             Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),

@@ -261,8 +261,19 @@ async fn a_part_refused_as_too_long_is_resplit_once_with_keys_of_its_own() {
 #[tokio::test]
 async fn a_trigger_nobody_asked_for_mentions_no_one() {
     let b = bench(Script::reply(VERDICT)).await;
+    b.worker
+        .moderation
+        .execute(
+            crate::model::PlatformKind::Mastodon,
+            "moderator",
+            &crate::model::Command::Watch("moon".into()),
+        )
+        .unwrap();
+    // The tagged post itself (carol's) is the hit: not a reply.
     let mut t = mention("7");
     t.cause = Cause::HashtagHit { tag: "moon".into() };
+    t.status_id = "100".into();
+    t.in_reply_to_id = None;
     let id = b.add(t);
     assert_eq!(id, "mastodon:tag:7");
     assert_eq!(b.run(&id).await.status, Status::Done);
@@ -528,4 +539,32 @@ async fn two_asks_in_flight_give_one_answer_and_one_pointer() {
     let pointer = b.double.texts().last().unwrap().clone();
     assert!(pointer.contains("https://double.example/p0"), "{pointer}");
     assert_eq!(c.plan.unwrap().reply_to, "m2", "the pointer answers the second mention");
+}
+
+/// A hashtag hit the model finds no verdict for ends with nothing posted (nobody asked for a
+/// "could not verify"), and gives back the author's and the tag's slots.
+#[tokio::test]
+async fn a_hit_without_a_verdict_posts_nothing_and_frees_its_slots() {
+    let b = bench(Script::reply("I am not sure what to make of this.")).await;
+    b.worker
+        .moderation
+        .execute(
+            crate::model::PlatformKind::Mastodon,
+            "moderator",
+            &crate::model::Command::Watch("moon".into()),
+        )
+        .unwrap();
+    let mut t = mention("8");
+    t.cause = Cause::HashtagHit { tag: "moon".into() };
+    t.status_id = "100".into();
+    t.in_reply_to_id = None;
+    let id = b.add(t.clone());
+    let job = b.run(&id).await;
+    assert!(
+        matches!(&job.status, Status::Skipped(crate::model::SkipReason::Policy(why)) if why.contains("nothing to post")),
+        "{:?}",
+        job.status
+    );
+    assert!(b.double.texts().is_empty());
+    assert_eq!(b.worker.moderation.admit_hit(&t, "another-job", "carol").unwrap(), None);
 }

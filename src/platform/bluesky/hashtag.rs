@@ -19,8 +19,9 @@ use super::xrpc::Xrpc;
 use crate::intake::{CursorMove, Event, Intake};
 use crate::model::{PlatformKind, TagWatch};
 
-/// Pages read per tag and poll at most (100 posts each).
-const MAX_PAGES: usize = 5;
+/// Pages read per tag and poll at most (100 posts each). A tag busier than that between two
+/// polls loses its oldest posts (logged); the policy would skip most of them as too old anyway.
+const MAX_PAGES: usize = 10;
 
 pub struct BlueskyHashtags {
     pub xrpc: Xrpc,
@@ -87,7 +88,11 @@ impl BlueskyHashtags {
                 }
             }
             cursor = page.cursor;
-            if reached || cursor.is_none() || pages >= MAX_PAGES {
+            if reached || cursor.is_none() {
+                break;
+            }
+            if pages >= MAX_PAGES {
+                tracing::warn!(tag = %watch.tag, pages, "more new posts on the tag than one search reads; the oldest are not answered");
                 break;
             }
         }
