@@ -159,11 +159,7 @@ impl Moderation {
         let Cause::HashtagHit { tag } = &t.cause else {
             return Ok(None);
         };
-        let policy = self
-            .store
-            .watch_of(t.platform, tag)
-            .map(|w| w.policy)
-            .unwrap_or_else(|| self.config.tag_policy.clone());
+        let policy = self.policy_of(t.platform, tag);
         let (author_key, day_key) = hit_keys(t, tag, author, &policy);
         // Both looked at before either is charged: a full day does not spend the author's slot.
         let full = |key: &str, limit: u32| {
@@ -192,16 +188,20 @@ impl Moderation {
         Ok(None)
     }
 
+    /// A watched tag's policy (the configured default once the watch is gone).
+    fn policy_of(&self, platform: PlatformKind, tag: &str) -> crate::model::TagPolicy {
+        self.store
+            .watch_of(platform, tag)
+            .map(|w| w.policy)
+            .unwrap_or_else(|| self.config.tag_policy.clone())
+    }
+
     /// Frees a hit's slots when it ends with nothing posted (no verdict to give).
     pub fn release_hit(&self, t: &Trigger, job_id: &str, author: &str) -> Result<(), StoreError> {
         let Cause::HashtagHit { tag } = &t.cause else {
             return Ok(());
         };
-        let policy = self
-            .store
-            .watch_of(t.platform, tag)
-            .map(|w| w.policy)
-            .unwrap_or_else(|| self.config.tag_policy.clone());
+        let policy = self.policy_of(t.platform, tag);
         let (author_key, day_key) = hit_keys(t, tag, author, &policy);
         self.store.uncharge(&author_key, job_id)?;
         self.store.uncharge(&day_key, job_id)
@@ -219,12 +219,7 @@ impl Moderation {
                     by: by.to_string(),
                     since: Utc::now(),
                 })?;
-                let policy = self
-                    .store
-                    .watch_of(platform, tag)
-                    .map(|w| w.policy)
-                    .unwrap_or_else(|| self.config.tag_policy.clone());
-                ack::watch(tag, new, &policy)
+                ack::watch(tag, new, &self.policy_of(platform, tag))
             }
             Command::Unwatch(tag) => ack::unwatch(tag, self.store.unwatch(platform, tag)?),
             Command::Pause => ack::pause(self.store.set_paused(platform, true)?),
