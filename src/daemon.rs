@@ -136,6 +136,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let (queues, first_rx, later_rx) = Queues::new(config.daemon.queue_capacity);
     let moderation =
         Moderation::new(config.moderation.clone(), store.clone()).with_budget(config.budget.clone(), &config.llm.model);
+    // `/healthz` shows today's spend from the start, not only after the first stage.
+    let spend = moderation.budget.today();
+    metrics.set_budget(
+        spend.prompt_tokens + spend.completion_tokens,
+        spend.cost,
+        moderation.budget.used(),
+        moderation.budget.state().as_str(),
+    );
     let intake = Intake::new(
         store.clone(),
         metrics.clone(),

@@ -294,6 +294,9 @@ async fn a_tiny_budget_stops_hashtag_replies_before_mentions() {
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
+    let health: Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
+    assert_eq!(health["budget"]["state"], "open", "shown from the start: {health}");
+    assert_eq!(health["budget"]["tokens_today"], 0, "{health}");
     mock.post(ALICE_TOKEN, "@musebot watch #budget", None).await;
     wait_bot(&daemon, &mock, |s| has_text(s, "Watching #budget")).await;
 
