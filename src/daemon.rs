@@ -134,8 +134,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     }
 
     let (queues, first_rx, later_rx) = Queues::new(config.daemon.queue_capacity);
-    let moderation =
-        Moderation::new(config.moderation.clone(), store.clone()).with_budget(config.budget.clone(), &config.llm.model);
+    let moderation = Moderation::new(config.moderation.clone(), store.clone())
+        .with_budget(config.budget.clone(), &config.llm.model)
+        .with_local_domain(
+            url::Url::parse(&config.mastodon.base_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string)),
+        );
     // `/healthz` shows today's spend from the start, not only after the first stage.
     let spend = moderation.budget.today();
     metrics.set_budget(

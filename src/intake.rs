@@ -126,7 +126,16 @@ impl Intake {
                 Some(Command::Check(_)) if !inner.moderation.is_moderator(trigger.platform, &trigger.author.handle) => {
                 }
                 Some(command) => trigger.cause = Cause::Command { command },
-                None => {}
+                // A moderator's garbled command is answered with how to write it.
+                None => {
+                    if let Some(verb) = crate::model::attempted_command(&trigger.text) {
+                        if inner.moderation.is_moderator(trigger.platform, &trigger.author.handle) {
+                            trigger.cause = Cause::Command {
+                                command: Command::Unclear(verb.to_string()),
+                            };
+                        }
+                    }
+                }
             }
         }
         let id = trigger.job_id();

@@ -81,6 +81,10 @@ async fn a_moderator_watches_a_tag_and_its_policy_holds() {
     assert_eq!(ack[0]["visibility"], "direct");
     assert!(text_of(ack[0]).starts_with("@alice "), "{}", text_of(ack[0]));
 
+    // A garbled command gets how to write it, not a fact-check.
+    mock.post(ALICE_TOKEN, "@musebot watch #vote #poll", None).await;
+    wait_bot(&daemon, &mock, |s| has_text(s, "I did not understand that command")).await;
+
     // A new post on the tag gets one reply, addressed to nobody (nobody asked).
     let first = mock
         .post(BOB_TOKEN, "Ballots in Springfield were counted twice! #election", None)
@@ -133,7 +137,7 @@ async fn a_moderator_watches_a_tag_and_its_policy_holds() {
     let metrics = daemon.http_get("/metrics").await;
     for line in [
         "musebot_triggers_total{platform=\"mastodon\",cause=\"hashtag\"} 3",
-        "musebot_triggers_total{platform=\"mastodon\",cause=\"command\"} 4",
+        "musebot_triggers_total{platform=\"mastodon\",cause=\"command\"} 5",
         "musebot_triggers_total{platform=\"mastodon\",cause=\"mention\"} 1",
     ] {
         assert!(metrics.contains(line), "{line}\n{metrics}");

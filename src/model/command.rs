@@ -26,6 +26,9 @@ pub enum Command {
     /// The author opts out: never checked or mentioned again until `start`.
     Stop,
     Start,
+    /// A moderator's mention that starts with a command word but does not parse
+    /// (`watch #a #b`, `approve` without an id): answered with how to write it.
+    Unclear(String),
 }
 
 impl Command {
@@ -41,6 +44,7 @@ impl Command {
             Command::Reject(_) => "reject",
             Command::Stop => "stop",
             Command::Start => "start",
+            Command::Unclear(_) => "unclear",
         }
     }
 
@@ -74,6 +78,19 @@ impl Command {
         };
         Some(command)
     }
+}
+
+/// The moderator's command word a mention starts with, when the rest does not parse as that
+/// command (`check` excluded: "@bot check this" is an ordinary request).
+pub fn attempted(text: &str) -> Option<&'static str> {
+    let word = text
+        .split_whitespace()
+        .find(|w| !w.starts_with('@'))?
+        .trim_end_matches(['.', '!', '?', ',', ';', ':'])
+        .to_lowercase();
+    ["watch", "unwatch", "pause", "resume", "status", "approve", "reject"]
+        .into_iter()
+        .find(|v| *v == word)
 }
 
 /// A hashtag as the bot keys it: without `#`, lower case, letters, digits and `_` only.
@@ -161,6 +178,10 @@ mod tests {
             assert_eq!(Command::parse(text), None, "{text}");
         }
         assert!(!Command::Stop.for_moderators());
+        assert_eq!(attempted("@musebot watch #a #b"), Some("watch"));
+        assert_eq!(attempted("@musebot Approve"), Some("approve"));
+        assert_eq!(attempted("@musebot check this"), None);
+        assert_eq!(attempted("@musebot is this true?"), None);
         assert!(Command::Pause.for_moderators());
     }
 }

@@ -18,7 +18,7 @@ mod usage;
 mod verdict;
 mod verification;
 
-pub use command::{tag as normalise_tag, Command};
+pub use command::{attempted as attempted_command, tag as normalise_tag, Command};
 pub use debate::{Debate, DebateEnd, Support, Turn};
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};

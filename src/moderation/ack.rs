@@ -74,6 +74,16 @@ pub fn not_found(url: &str, why: &str) -> String {
     format!("Could not find a post at {url} ({why}).")
 }
 
+/// How to write a command the moderator got wrong.
+pub fn usage(verb: &str) -> String {
+    let how = match verb {
+        "watch" | "unwatch" => format!("{verb} #tag (one tag)"),
+        "approve" | "reject" => format!("{verb} <draft id> (the ids are in \"status\")"),
+        other => format!("{other} (nothing after it)"),
+    };
+    format!("I did not understand that command. Write it alone after my handle: {how}.")
+}
+
 pub fn no_such_draft(id: &str) -> String {
     format!("No draft {id} is waiting for review.")
 }

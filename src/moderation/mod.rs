@@ -50,6 +50,8 @@ pub struct Moderation {
     pub store: Store,
     /// The day's LLM budget (no limit unless [`Moderation::with_budget`]).
     pub budget: budget::Budget,
+    /// The bot's Mastodon server: `alice@that.server` in the config is the local `alice`.
+    pub local_domain: Option<String>,
 }
 
 impl Moderation {
@@ -59,7 +61,28 @@ impl Moderation {
             model: String::new(),
             store: store.clone(),
         };
-        Moderation { config, store, budget }
+        Moderation {
+            config,
+            store,
+            budget,
+            local_domain: None,
+        }
+    }
+
+    /// Names the bot's own Mastodon server (the host of `mastodon.base_url`), whose accounts
+    /// Mastodon writes without a domain.
+    pub fn with_local_domain(mut self, domain: Option<String>) -> Moderation {
+        self.local_domain = domain.map(|d| d.to_lowercase());
+        self
+    }
+
+    /// A handle as compared: lower case, no leading `@`, no `@` + the bot's own server.
+    fn norm(&self, handle: &str) -> String {
+        let h = handle.trim().trim_start_matches('@').to_lowercase();
+        match &self.local_domain {
+            Some(d) => h.strip_suffix(&format!("@{d}")).map(str::to_string).unwrap_or(h),
+            None => h,
+        }
     }
 
     /// Counts spend against `config` at `model`'s price.
@@ -75,19 +98,15 @@ impl Moderation {
             PlatformKind::Mastodon => &self.config.mastodon_moderators,
             PlatformKind::Bluesky => &self.config.bluesky_moderators,
         };
-        let handle = handle.trim_start_matches('@');
-        list.iter()
-            .any(|m| m.trim_start_matches('@').eq_ignore_ascii_case(handle))
+        let handle = self.norm(handle);
+        list.iter().any(|m| self.norm(m) == handle)
     }
 
     /// Whether the operator blocked this account, or (Mastodon) its server.
     pub fn blocked_account(&self, handle: &str) -> bool {
-        let handle = handle.trim_start_matches('@').to_lowercase();
+        let handle = self.norm(handle);
         let domain = handle.split_once('@').map(|(_, d)| d);
-        self.config
-            .blocked_accounts
-            .iter()
-            .any(|b| b.trim_start_matches('@').eq_ignore_ascii_case(&handle))
+        self.config.blocked_accounts.iter().any(|b| self.norm(b) == handle)
             || domain.is_some_and(|d| {
                 self.config
                     .blocked_instances
@@ -250,6 +269,7 @@ impl Moderation {
                 ack::start()
             }
             Command::Check(url) => ack::check(url),
+            Command::Unclear(verb) => ack::usage(verb),
             Command::Approve(id) => self.decide(
                 platform,
                 id,
@@ -354,6 +374,12 @@ mod tests {
         assert!(m.is_moderator(PlatformKind::Mastodon, "mod@other.example"));
         assert!(!m.is_moderator(PlatformKind::Bluesky, "alice"));
         assert!(!m.is_moderator(PlatformKind::Mastodon, "bob"));
+        // The bot's own server: Mastodon writes its accounts without the domain.
+        let mut local = m.clone().with_local_domain(Some("Bots.Example".into()));
+        local.config.mastodon_moderators = vec!["carol@bots.example".into()];
+        assert!(local.is_moderator(PlatformKind::Mastodon, "carol"));
+        assert!(local.is_moderator(PlatformKind::Mastodon, "@Carol@bots.example"));
+        assert!(!local.is_moderator(PlatformKind::Mastodon, "carol@elsewhere.example"));
         assert!(m.blocked_account("Spam@junk.example"));
         assert!(m.blocked_account("anyone@bad.example") && m.blocked_account("x@eu.bad.example"));
         assert!(!m.blocked_account("anyone@notbad.example") && !m.blocked_account("bob"));
