@@ -86,6 +86,15 @@ impl Intake {
         }
     }
 
+    /// An intake over `store` with no moderators, no allowed bots and queues nobody reads
+    /// (the jobs wait in the store), for tests of the sources.
+    #[cfg(test)]
+    pub fn for_tests(store: Store) -> Intake {
+        let (queues, _, _) = Queues::new(16);
+        let moderation = Moderation::new(Default::default(), store.clone());
+        Intake::new(store, crate::metrics::Metrics::new(), queues, Vec::new(), moderation)
+    }
+
     /// The hashtags moderators watch on `platform` (what the hashtag sources read).
     pub fn watches(&self, platform: PlatformKind) -> Vec<TagWatch> {
         self.inner.store.watches(platform)

@@ -168,11 +168,7 @@ impl Searcher {
             )?;
             backends.push(Backend { config: b.clone(), key });
         }
-        let http = reqwest::Client::builder()
-            .user_agent(crate::USER_AGENT)
-            .timeout(Duration::from_secs(config.timeout_secs))
-            .build()
-            .expect("static client config");
+        let http = client(config);
         Ok(Searcher {
             http,
             backends,
@@ -257,4 +253,13 @@ impl Searcher {
             }
         }
     }
+}
+
+/// The HTTP client of the search and reverse-image backends (`search.timeout_secs`).
+pub(crate) fn client(config: &SearchConfig) -> reqwest::Client {
+    reqwest::Client::builder()
+        .user_agent(crate::USER_AGENT)
+        .timeout(Duration::from_secs(config.timeout_secs))
+        .build()
+        .expect("static client config")
 }

@@ -13,8 +13,6 @@
 //! Hits are [`Hit`]s like a web search's, so the same credibility rules, fetch, extraction and
 //! relevance follow.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -89,11 +87,7 @@ impl ReverseSearcher {
             )?;
             backends.push((b.clone(), key));
         }
-        let http = reqwest::Client::builder()
-            .user_agent(crate::USER_AGENT)
-            .timeout(Duration::from_secs(config.timeout_secs))
-            .build()
-            .expect("static client config");
+        let http = super::client(config);
         Ok(ReverseSearcher {
             http,
             backends,

@@ -76,6 +76,24 @@ fn mention(id: &str) -> Trigger {
     }
 }
 
+/// A post on #moon, which a moderator watches: carol's post "100" itself, not a reply.
+fn watched_hit(b: &Bench, id: &str) -> Trigger {
+    b.worker
+        .moderation
+        .execute(
+            crate::model::PlatformKind::Mastodon,
+            "moderator",
+            &crate::model::Command::Watch("moon".into()),
+        )
+        .unwrap();
+    Trigger {
+        cause: Cause::HashtagHit { tag: "moon".into() },
+        status_id: "100".into(),
+        in_reply_to_id: None,
+        ..mention(id)
+    }
+}
+
 impl Bench {
     /// A post by `author` with id `pid`, and a new job for bob's mention `event` replying to it.
     fn ask_about(&self, event: &str, pid: &str, author: &str, text: &str, visibility: Visibility) -> String {
@@ -261,19 +279,7 @@ async fn a_part_refused_as_too_long_is_resplit_once_with_keys_of_its_own() {
 #[tokio::test]
 async fn a_trigger_nobody_asked_for_mentions_no_one() {
     let b = bench(Script::reply(VERDICT)).await;
-    b.worker
-        .moderation
-        .execute(
-            crate::model::PlatformKind::Mastodon,
-            "moderator",
-            &crate::model::Command::Watch("moon".into()),
-        )
-        .unwrap();
-    // The tagged post itself (carol's) is the hit: not a reply.
-    let mut t = mention("7");
-    t.cause = Cause::HashtagHit { tag: "moon".into() };
-    t.status_id = "100".into();
-    t.in_reply_to_id = None;
+    let t = watched_hit(&b, "7");
     let id = b.add(t);
     assert_eq!(id, "mastodon:tag:7");
     assert_eq!(b.run(&id).await.status, Status::Done);
@@ -546,18 +552,7 @@ async fn two_asks_in_flight_give_one_answer_and_one_pointer() {
 #[tokio::test]
 async fn a_hit_without_a_verdict_posts_nothing_and_frees_its_slots() {
     let b = bench(Script::reply("I am not sure what to make of this.")).await;
-    b.worker
-        .moderation
-        .execute(
-            crate::model::PlatformKind::Mastodon,
-            "moderator",
-            &crate::model::Command::Watch("moon".into()),
-        )
-        .unwrap();
-    let mut t = mention("8");
-    t.cause = Cause::HashtagHit { tag: "moon".into() };
-    t.status_id = "100".into();
-    t.in_reply_to_id = None;
+    let t = watched_hit(&b, "8");
     let id = b.add(t.clone());
     let job = b.run(&id).await;
     assert!(

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::records::{self, BotId};
-use super::source::{key_at, lookback_floor, sort_key};
+use super::source::{key_at, lookback_floor, page_back};
 use super::xrpc::Xrpc;
 use crate::intake::{CursorMove, Event, Intake};
 use crate::model::{PlatformKind, TagWatch};
@@ -64,39 +64,23 @@ impl BlueskyHashtags {
         let start = key_at(watch.since, "");
         let mark = intake.cursor(&name)?.unwrap_or_else(|| start.clone());
         let floor = lookback_floor(&mark).max(start);
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        for pages in 1.. {
+        let what = format!("#{}", watch.tag);
+        let items = page_back(&floor, MAX_PAGES, &what, |cursor| {
             let mut params = vec![
-                ("q", format!("#{}", watch.tag)),
+                ("q", what.clone()),
                 ("sort", "latest".to_string()),
                 ("limit", "100".to_string()),
             ];
-            if let Some(c) = &cursor {
-                params.push(("cursor", c.clone()));
+            params.extend(cursor.map(|c| ("cursor", c)));
+            async move {
+                let page: Page = self
+                    .xrpc
+                    .query("searchPosts", "app.bsky.feed.searchPosts", &params)
+                    .await?;
+                Ok((page.posts, page.cursor))
             }
-            let page: Page = self
-                .xrpc
-                .query("searchPosts", "app.bsky.feed.searchPosts", &params)
-                .await?;
-            let mut reached = page.posts.is_empty();
-            for item in page.posts {
-                match sort_key(&item) {
-                    Some(k) if k <= floor => reached = true,
-                    Some(k) => items.push((k, item)),
-                    None => tracing::warn!("a searched post without uri or indexedAt skipped"),
-                }
-            }
-            cursor = page.cursor;
-            if reached || cursor.is_none() {
-                break;
-            }
-            if pages >= MAX_PAGES {
-                tracing::warn!(tag = %watch.tag, pages, "more new posts on the tag than one search reads; the oldest are not answered");
-                break;
-            }
-        }
-        items.sort_by(|a, b| a.0.cmp(&b.0));
+        })
+        .await?;
         let mut seen = 0usize;
         for (key, item) in items {
             let trigger = match serde_json::from_value::<PostView>(item.clone())

@@ -88,31 +88,11 @@ impl BlueskySource {
         };
         let since = intake.cursor(&self.since_name())?.unwrap_or_default();
         let floor = lookback_floor(&mark).max(since.clone());
-        let mut items = Vec::new();
-        let mut cursor = None;
-        for pages in 1.. {
+        let items = page_back(&floor, MAX_PAGES, "notifications", |cursor| async move {
             let page = self.page(cursor.as_deref(), 100).await?;
-            let mut reached = page.notifications.is_empty();
-            for item in page.notifications {
-                match sort_key(&item) {
-                    Some(k) if k <= floor => reached = true,
-                    Some(k) => items.push((k, item)),
-                    None => tracing::warn!("bluesky notification without uri or indexedAt skipped"),
-                }
-            }
-            cursor = page.cursor;
-            if reached || cursor.is_none() {
-                break;
-            }
-            if pages >= MAX_PAGES {
-                tracing::warn!(
-                    pages,
-                    "more new notifications than one poll reads; the rest wait for the next poll"
-                );
-                break;
-            }
-        }
-        items.sort_by(|a, b| a.0.cmp(&b.0));
+            Ok((page.notifications, page.cursor))
+        })
+        .await?;
         let mut newest_seen = None;
         for (key, item) in items {
             let is_new = key > mark;
@@ -162,6 +142,48 @@ impl BlueskySource {
             .query("listNotifications", "app.bsky.notification.listNotifications", &params)
             .await?)
     }
+}
+
+/// Pages a newest-first listing back (`fetch(cursor)` → one page and the next cursor) until an
+/// item at or behind `floor`, the last page, or `max_pages`; returns the items past `floor`
+/// with their keys, oldest first. Shared by notifications and the hashtag search.
+pub(super) async fn page_back<F, Fut>(
+    floor: &str,
+    max_pages: usize,
+    what: &str,
+    mut fetch: F,
+) -> anyhow::Result<Vec<(String, serde_json::Value)>>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<(Vec<serde_json::Value>, Option<String>)>>,
+{
+    let mut items = Vec::new();
+    let mut cursor = None;
+    for pages in 1.. {
+        let (page, next) = fetch(cursor).await?;
+        let mut reached = page.is_empty();
+        for item in page {
+            match sort_key(&item) {
+                Some(k) if k.as_str() <= floor => reached = true,
+                Some(k) => items.push((k, item)),
+                None => tracing::warn!(what, "an item without uri or indexedAt skipped"),
+            }
+        }
+        cursor = next;
+        if reached || cursor.is_none() {
+            break;
+        }
+        if pages >= max_pages {
+            tracing::warn!(
+                what,
+                pages,
+                "more new items than one poll reads; the oldest wait or are lost"
+            );
+            break;
+        }
+    }
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(items)
 }
 
 /// An item's place in the cursor order: `{indexedAt in µs, UTC} {uri}`.

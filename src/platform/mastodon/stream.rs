@@ -412,15 +412,7 @@ mod tests {
     async fn out_of_order_stream_events_leave_no_gap_in_the_cursor() {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(dir.path()).unwrap();
-        let (queues, _first, _later) = crate::intake::Queues::new(16);
-        let moderation = crate::moderation::Moderation::new(Default::default(), store.clone());
-        let intake = Intake::new(
-            store.clone(),
-            crate::metrics::Metrics::new(),
-            queues,
-            Vec::new(),
-            moderation,
-        );
+        let intake = Intake::for_tests(store.clone());
         intake.start_cursor(CURSOR, "10").unwrap();
         let n = |id: &str| notification_with_id(id);
         intake.accept(event(n("12"), &bot(), Origin::Stream)).await.unwrap();
@@ -482,15 +474,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(dir.path()).unwrap();
-        let (queues, _first, _later) = crate::intake::Queues::new(4);
-        let moderation = crate::moderation::Moderation::new(Default::default(), store.clone());
-        let intake = Intake::new(
-            store.clone(),
-            crate::metrics::Metrics::new(),
-            queues,
-            Vec::new(),
-            moderation,
-        );
+        let intake = Intake::for_tests(store.clone());
         intake.start_cursor(CURSOR, "10").unwrap();
         source.catch_up(&intake, Some("10".into())).await.unwrap();
         assert_eq!(intake.cursor(CURSOR).unwrap().as_deref(), Some("12"));
