@@ -153,6 +153,7 @@ async fn main() {
                     is_bot: false,
                     is_self: false,
                     nobot: false,
+                    id: None,
                 },
                 visibility: Visibility::Public,
                 created_at: chrono::Utc::now(),

@@ -129,6 +129,7 @@ pub async fn check(
             is_bot: false,
             is_self: false,
             nobot: false,
+            id: None,
         },
         visibility: Visibility::Direct,
         created_at: Utc::now(),

@@ -1,6 +1,7 @@
 //! The composer: whatever the LLM wrote, the posted text obeys the output rules — only URLs from
-//! the evidence set, no mentions but the requester and the author — and is split into thread
-//! parts that fit the platform's length rules ([`TextLimits`]).
+//! the evidence set (every other link form removed), no mention in the body (the requester's
+//! handle is the thread's lead) — and is split into thread parts that fit the platform's
+//! length rules ([`TextLimits`]).
 
 use std::collections::HashSet;
 
@@ -126,23 +127,84 @@ fn split_url_tail(s: &str) -> (&str, &str) {
     s.split_at(end)
 }
 
-/// Applies the output rules: removes every URL not in `allowed_urls`, and defuses every
-/// `@handle` not in `allowed_mentions` (the `@` is dropped, so nobody is notified).
-pub fn enforce_rules(text: &str, allowed_urls: &HashSet<String>, allowed_mentions: &[String]) -> String {
+/// URL schemes that Mastodon's linkifier (its `valid_url_protocol`) or common clients turn into
+/// links besides http(s): a reply carries none of them.
+const LINK_SCHEMES: [&str; 16] = [
+    "gemini", "ipfs", "ipns", "dat", "dweb", "ssb", "gopher", "xmpp", "magnet", "mailto", "ftp", "sftp", "irc",
+    "matrix", "bitcoin", "tel",
+];
+
+/// Where the first link in `token` starts (byte offset): `http(s)://`, any `scheme://`, one of
+/// [`LINK_SCHEMES`] followed by `:` and something, or a bare `www.` host — the earliest wins.
+fn link_start(token: &str) -> Option<usize> {
+    let lower = token.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    let boundary = |i: usize| i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+    let mut best: Option<usize> = url_start(token);
+    let mut consider = |i: usize| best = Some(best.map_or(i, |b| b.min(i)));
+    for (i, _) in lower.match_indices("://") {
+        // The scheme before `://`: letters, digits, `+ . -`, from its first letter (`-gemini://`
+        // links from the `g`).
+        let run = lower[..i]
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')))
+            .map_or(0, |(j, c)| j + c.len_utf8());
+        if let Some(first) = lower[run..i].find(|c: char| c.is_ascii_alphabetic()) {
+            consider(run + first);
+        }
+    }
+    for scheme in LINK_SCHEMES {
+        for (i, _) in lower.match_indices(scheme) {
+            let after = &lower[i + scheme.len()..];
+            let has_target = after.strip_prefix(':').is_some_and(|rest| {
+                rest.trim_start_matches('/')
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '?')
+            });
+            if boundary(i) && has_target {
+                consider(i);
+            }
+        }
+    }
+    for (i, _) in lower.match_indices("www.") {
+        if boundary(i) && lower[i + 4..].chars().next().is_some_and(char::is_alphanumeric) {
+            consider(i);
+        }
+    }
+    best
+}
+
+/// Applies the output rules to the model's text: every link not in `allowed_urls` is removed
+/// (any scheme a platform or client links, bare `www.` hosts), and every `@` that could start
+/// a mention is dropped. The body carries no mention at all: the requester's handle is the
+/// thread's lead, added by the caller, so nothing the model wrote chooses whom the reply pings.
+pub fn enforce_rules(text: &str, allowed_urls: &HashSet<String>) -> String {
     let mut out = String::with_capacity(text.len());
     for (_, token) in split_keep_ws(text) {
         if token.chars().all(char::is_whitespace) {
             out.push_str(token);
             continue;
         }
-        let mut token = token.to_string();
-        if let Some(start) = url_start(&token) {
-            let (url, tail) = split_url_tail(&token[start..]);
-            if !allowed_urls.contains(url) {
-                token = format!("{}{}", &token[..start], tail);
+        match link_start(token) {
+            Some(start) if allowed_urls.contains(split_url_tail(&token[start..]).0) => {
+                // An evidence URL is kept as written (`/@author/` paths included: the
+                // platforms link URLs before they look for mentions); only punctuation may
+                // stand around it, so nothing glued to it can form a link or a mention.
+                let (link, tail) = split_url_tail(&token[start..]);
+                let prefix = &token[..start];
+                if prefix
+                    .chars()
+                    .all(|c| !c.is_alphanumeric() && !is_at_sign(c) && c != '.' && c != '/')
+                {
+                    out.push_str(prefix);
+                }
+                out.push_str(link);
+                out.push_str(&defuse_mentions(tail));
             }
+            _ => out.push_str(&without_links_or_mentions(token)),
         }
-        out.push_str(&defuse_mentions(&token, allowed_mentions));
     }
     // Collapse the gaps left by removed URLs.
     let mut cleaned = String::with_capacity(out.len());
@@ -154,28 +216,45 @@ pub fn enforce_rules(text: &str, allowed_urls: &HashSet<String>, allowed_mention
     cleaned.trim().to_string()
 }
 
-fn defuse_mentions(token: &str, allowed: &[String]) -> String {
-    let chars: Vec<char> = token.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let prev_ok = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_' || chars[i - 1] == '/');
-        if c == '@' && prev_ok {
-            let handle: String = chars[i + 1..]
-                .iter()
-                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '@' | '.' | '-'))
-                .collect();
-            let handle = handle.trim_end_matches(['.', '-']);
-            let keep = !handle.is_empty() && allowed.iter().any(|a| a.eq_ignore_ascii_case(handle));
-            if keep || handle.is_empty() {
-                out.push('@');
-            }
-            i += 1;
+/// `token` with every link removed and every mention defused, again until neither is left:
+/// dropping an `@` can make a link (`www.@x.example`), removing a link can make a mention.
+fn without_links_or_mentions(token: &str) -> String {
+    let mut t = token.to_string();
+    loop {
+        let mut next = defuse_mentions(&t);
+        while let Some(start) = link_start(&next) {
+            let (_, tail) = split_url_tail(&next[start..]);
+            next = format!("{}{}", &next[..start], tail);
+        }
+        if next == t {
+            return t;
+        }
+        t = next;
+    }
+}
+
+fn is_at_sign(c: char) -> bool {
+    matches!(c, '@' | '\u{FF20}' | '\u{FE6B}')
+}
+
+/// Drops every at-sign (`@`, full-width `＠`, small `﹫`) that a letter, digit or `_` follows,
+/// whatever precedes it. Mastodon's `MENTION_RE` looks behind with Ruby's `[[:word:]]`
+/// (letters, marks, decimal digits, connectors), so `x²@bob@host`, `①@bob@host` and
+/// `Ⓐ@bob@host` are mentions there, while other servers and clients draw the line elsewhere:
+/// dropping the sign wherever a name could follow is wider than every linkifier, and costs an
+/// e-mail address in a reply its `@`.
+fn defuse_mentions(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in chars.iter().enumerate() {
+        let at_sign = matches!(c, '@' | '\u{FF20}' | '\u{FE6B}');
+        let name_follows = chars
+            .get(i + 1)
+            .is_some_and(|n| n.is_alphanumeric() || matches!(n, '_' | '@' | '\u{FF20}' | '\u{FE6B}'));
+        if at_sign && name_follows {
             continue;
         }
-        out.push(c);
-        i += 1;
+        out.push(*c);
     }
     out
 }
@@ -257,12 +336,11 @@ fn fit_pieces(token: &str, budget: usize, limits: TextLimits) -> Vec<String> {
 pub fn compose(
     draft: &crate::model::Draft,
     lead: &str,
-    allowed_mentions: &[String],
     limits: TextLimits,
     reply: &crate::config::ReplyConfig,
 ) -> Vec<String> {
     let allowed_urls: HashSet<String> = draft.urls.iter().cloned().collect();
-    let mut body = enforce_rules(&draft.text, &allowed_urls, allowed_mentions);
+    let mut body = enforce_rules(&draft.text, &allowed_urls);
     if body.is_empty() {
         body = FALLBACK.to_string();
     }
@@ -297,17 +375,89 @@ mod tests {
     }
 
     #[test]
-    fn rules_remove_foreign_urls_and_mentions() {
+    fn rules_remove_foreign_urls_and_every_mention() {
         let allowed: HashSet<String> = ["https://good.example/a".to_string()].into();
         let out = enforce_rules(
             "This post is false. See https://good.example/a, not https://evil.example/x. cc @eve @alice@ex.social mail a@b.c",
             &allowed,
-            &["alice@ex.social".to_string()],
         );
         assert_eq!(
             out,
-            "This post is false. See https://good.example/a, not . cc eve @alice@ex.social mail a@b.c"
+            "This post is false. See https://good.example/a, not . cc eve aliceex.social mail ab.c"
         );
+    }
+
+    /// Fixtures from Mastodon's `Account::MENTION_RE`
+    /// (`(?<![=/[:word:]])@((USERNAME_RE)(?:@[[:word:].-]+[[:word:]]+)?)`, app/models/account.rb):
+    /// Ruby's `[[:word:]]` is letters, marks, decimal digits and connectors, so a superscript
+    /// two (No), a circled digit (No) or a circled letter (So) before the `@` leaves the
+    /// look-behind open and the name is a mention there; so does the start, a space, a quote, a
+    /// bracket. Whatever precedes, nothing of the name may stay a mention.
+    #[test]
+    fn no_mention_survives_whatever_precedes_the_at_sign() {
+        let none = HashSet::new();
+        for before in [
+            "", " ", "x²", "①", "Ⓐ", "(", "\"", "«", "・", "‿", "_", "x", "9", "é", ".", "-", ":", "\u{200B}",
+            "\u{2028}",
+        ] {
+            for at in ["@", "＠", "﹫"] {
+                for name in ["victim@host.example", "victim", "Victim_2@sub.host.example"] {
+                    let text = format!("see {before}{at}{name} now");
+                    let out = enforce_rules(&text, &none);
+                    assert!(!has_mention(&out), "{text:?} -> {out:?}");
+                }
+            }
+        }
+        // Text that no linkifier reads as a mention is left alone.
+        assert_eq!(enforce_rules("meet @ 5pm, 3 @ $2", &none), "meet @ 5pm, 3 @ $2");
+    }
+
+    /// Any at-sign followed by a name character: wider than every platform's mention pattern.
+    fn has_mention(text: &str) -> bool {
+        let chars: Vec<char> = text.chars().collect();
+        chars
+            .windows(2)
+            .any(|w| matches!(w[0], '@' | '＠' | '﹫') && (w[1].is_alphanumeric() || w[1] == '_'))
+    }
+
+    #[test]
+    fn evidence_urls_keep_their_at_signs_and_nothing_else_links() {
+        let allowed: HashSet<String> = ["https://news.example/@desk/2026/a".to_string()].into();
+        let out = enforce_rules("Read https://news.example/@desk/2026/a.", &allowed);
+        assert_eq!(out, "Read https://news.example/@desk/2026/a.");
+        for hostile in [
+            "gemini://evil.example/x",
+            "ipfs://bafy/x",
+            "ipfs:bafybeigdyrzt",
+            "ipns://evil.example",
+            "dat://abc",
+            "dweb:/ipfs/abc",
+            "ssb:feed/ed25519/x",
+            "gopher://evil.example",
+            "xmpp:eve@evil.example",
+            "magnet:?xt=urn:btih:abc",
+            "mailto:eve@evil.example",
+            "HTTPS://EVIL.EXAMPLE/x",
+            "ftp://evil.example/f",
+            "web+ap://evil.example/@eve",
+            "www.evil.example",
+            "(www.evil.example/path),",
+            "see:https://evil.example",
+            "https://news.example/@desk/2026/a?u=https://evil.example",
+        ] {
+            let out = enforce_rules(&format!("Look {hostile} now"), &allowed);
+            assert!(
+                !out.to_lowercase().contains("evil")
+                    && !out.contains("bafy")
+                    && !out.contains("btih")
+                    && !out.contains("abc"),
+                "{hostile:?} -> {out:?}"
+            );
+            assert!(out.starts_with("Look") && out.ends_with("now"), "{out:?}");
+        }
+        // Words that only look like a scheme stay.
+        let words = "Update: the data: 3 of 4. Notes: www is short for World Wide Web.";
+        assert_eq!(enforce_rules(words, &allowed), words);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! sources → intake → dispatcher. [`run`] takes the config and a shutdown token (cancelled on SIGTERM/SIGINT by
 //! `main`); when the token fires, intake stops first, then in-flight jobs get the grace period.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,13 +135,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     }
 
     let (queues, first_rx, later_rx) = Queues::new(config.daemon.queue_capacity);
+    // The bot's Mastodon server under both its names: the web host and the account domain.
+    let mut local_domains: Vec<String> = url::Url::parse(&config.mastodon.base_url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .into_iter()
+        .collect();
+    if let Some(Platform::Mastodon(m)) = platforms.get(crate::model::PlatformKind::Mastodon) {
+        local_domains.extend(m.account_domain.clone());
+    }
+    let resolved = match platforms.get(crate::model::PlatformKind::Bluesky) {
+        Some(Platform::Bluesky(b)) => resolve_bluesky_handles(b, &config.moderation).await,
+        _ => HashMap::new(),
+    };
     let moderation = Moderation::new(config.moderation.clone(), store.clone())
         .with_budget(config.budget.clone(), &config.llm.model)
-        .with_local_domain(
-            url::Url::parse(&config.mastodon.base_url)
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_string)),
-        );
+        .with_local_domains(local_domains)
+        .with_bluesky_dids(&resolved);
     // `/healthz` shows today's spend from the start, not only after the first stage.
     let spend = moderation.budget.today();
     metrics.set_budget(
@@ -273,4 +284,28 @@ async fn prune_hourly(store: Store, retention: crate::store::Retention, shutdown
             Err(e) => tracing::warn!(error = %e, "store prune stopped"),
         }
     }
+}
+
+/// The config's Bluesky handles (moderators, blocked accounts) as DIDs, resolved once at
+/// start and logged in pairs; rights and blocks then follow the DID, whatever handle the
+/// account shows later. A handle that does not resolve gives nobody anything (logged).
+async fn resolve_bluesky_handles(
+    bluesky: &Bluesky,
+    config: &crate::config::ModerationConfig,
+) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for handle in Moderation::bluesky_handles(config) {
+        match bluesky.resolve_did(&handle).await {
+            Ok(did) => {
+                tracing::info!(handle, did, "bluesky account in [moderation] resolved");
+                out.insert(handle, did);
+            }
+            Err(e) => tracing::warn!(
+                handle,
+                error = %e,
+                "bluesky account in [moderation] does not resolve; it is ignored until the next start (or write its DID)"
+            ),
+        }
+    }
+    out
 }

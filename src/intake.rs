@@ -132,13 +132,21 @@ impl Intake {
             match Command::parse(&trigger.text) {
                 // Anyone may ask "@bot check <link>": from someone who is not a moderator it
                 // stays an ordinary request about their post.
-                Some(Command::Check(_)) if !inner.moderation.is_moderator(trigger.platform, &trigger.author.handle) => {
-                }
+                Some(Command::Check(_))
+                    if !inner.moderation.is_moderator(
+                        trigger.platform,
+                        &trigger.author.handle,
+                        trigger.author.id.as_deref(),
+                    ) => {}
                 Some(command) => trigger.cause = Cause::Command { command },
                 // A moderator's garbled command is answered with how to write it.
                 None => {
                     if let Some(verb) = crate::model::attempted_command(&trigger.text) {
-                        if inner.moderation.is_moderator(trigger.platform, &trigger.author.handle) {
+                        if inner.moderation.is_moderator(
+                            trigger.platform,
+                            &trigger.author.handle,
+                            trigger.author.id.as_deref(),
+                        ) {
                             trigger.cause = Cause::Command {
                                 command: Command::Unclear(verb.to_string()),
                             };

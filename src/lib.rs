@@ -38,5 +38,8 @@ pub use daemon::run;
 #[path = "../tests/common/llm.rs"]
 pub(crate) mod test_llm;
 
+#[cfg(test)]
+mod proptests;
+
 /// Sent with every outbound request: honest about what is calling.
 pub const USER_AGENT: &str = concat!("musebot/", env!("CARGO_PKG_VERSION"), " (fact-checking bot)");

@@ -1,6 +1,10 @@
 //! The only code that talks to the LLM: a client for any OpenAI-compatible
 //! `/chat/completions` endpoint with a timeout, retries (see [`crate::retry`]) and token counts.
+//! Every answer's tokens are also added to the running [`metered`] scope, so what a stage spent
+//! is known even when the stage fails or panics after its calls.
 
+use std::cell::Cell;
+use std::future::Future;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -154,6 +158,30 @@ struct Usage {
     completion_tokens: u64,
 }
 
+tokio::task_local! {
+    static METER: Cell<crate::model::Usage>;
+}
+
+/// Runs `f` and returns, with its output, the tokens of every LLM answer received while it ran
+/// (in its task), whether `f` then succeeded or not.
+pub async fn metered<F: Future>(f: F) -> (F::Output, crate::model::Usage) {
+    METER
+        .scope(Cell::new(crate::model::Usage::default()), async {
+            let out = f.await;
+            (out, METER.with(Cell::get))
+        })
+        .await
+}
+
+fn meter(prompt_tokens: u64, completion_tokens: u64) {
+    let _ = METER.try_with(|m| {
+        let mut u = m.get();
+        u.prompt_tokens += prompt_tokens;
+        u.completion_tokens += completion_tokens;
+        m.set(u);
+    });
+}
+
 impl LlmClient {
     pub fn new(config: &LlmConfig, key: Option<Secret>) -> Result<LlmClient, LlmError> {
         let http = reqwest::Client::builder()
@@ -234,6 +262,10 @@ impl LlmClient {
             .await
             .map_err(|e| LlmError::BadResponse(e.to_string()))?;
         let parsed: Response = serde_json::from_slice(&bytes).map_err(|e| LlmError::BadResponse(e.to_string()))?;
+        // Spent as soon as answered, whatever the caller makes of the answer.
+        if let Some(u) = &parsed.usage {
+            meter(u.prompt_tokens, u.completion_tokens);
+        }
         let text = parsed
             .choices
             .into_iter()

@@ -1,7 +1,10 @@
 //! Prompt and notice templates (`prompts/*.j2`), rendered with minijinja. The built-in copies
 //! are compiled in; `daemon.prompts_dir` may override any of them by file name. Untrusted text
-//! goes through the `untrusted` filter, which strips the data-block delimiters so a post
-//! cannot close its block and speak as the operator.
+//! goes through the `untrusted` filter, which strips the data-block delimiters (every block
+//! name in [`BLOCKS`]; a test fails on a template that wraps text in any other tag) so a post
+//! cannot close its block and speak as the operator, and cuts each value at
+//! [`UNTRUSTED_CHARS`] characters, so no outside text, however it is split into "words",
+//! makes a prompt larger than its template allows.
 
 use std::path::Path;
 
@@ -96,21 +99,43 @@ impl Prompts {
     }
 }
 
+/// The most characters of one untrusted value a prompt carries (a post's text, a passage, a
+/// title, an OCR reading, alt text, a summary): longer values are cut there.
+pub const UNTRUSTED_CHARS: usize = 4_000;
+
 /// Removes anything that could open or close a data block: `<post>`, `</page >`, `<PAGE id=2>`…
-/// in any case and spacing, repeated until none is left (so `</pa<page>ge>` cannot reassemble).
+/// in any case and spacing, repeated until none is left (so `</pa<page>ge>` cannot reassemble);
+/// then keeps at most [`UNTRUSTED_CHARS`] characters.
 fn untrusted(value: String) -> String {
-    let mut out = value;
+    let mut out = cap_chars(value, UNTRUSTED_CHARS * 2);
     loop {
         let next = strip_block_tags(&out);
         if next == out {
-            return out;
+            return cap_chars(out, UNTRUSTED_CHARS);
         }
         out = next;
     }
 }
 
-/// Names of the blocks prompts put untrusted text in.
-const BLOCKS: [&str; 5] = ["post", "page", "evidence", "draft", "objections"];
+/// The first `max` characters of `text` (all of it when shorter).
+pub fn cap_chars(mut text: String, max: usize) -> String {
+    if let Some((i, _)) = text.char_indices().nth(max) {
+        text.truncate(i);
+    }
+    text
+}
+
+/// Names of the blocks prompts put untrusted text in (`tests` read every template and fail on
+/// a block tag not listed here).
+pub const BLOCKS: [&str; 7] = [
+    "post",
+    "page",
+    "evidence",
+    "draft",
+    "objections",
+    "sources",
+    "image_context",
+];
 
 fn strip_block_tags(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -134,7 +159,9 @@ fn strip_block_tags(text: &str) -> String {
 fn block_tag_len(tail: &str) -> Option<usize> {
     let inner = tail[1..].trim_start();
     let inner = inner.strip_prefix('/').unwrap_or(inner).trim_start();
-    let name_len = inner.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(inner.len());
+    let name_len = inner
+        .find(|c: char| !(c.is_ascii_alphabetic() || c == '_'))
+        .unwrap_or(inner.len());
     let (name, after) = inner.split_at(name_len);
     if !BLOCKS.iter().any(|b| b.eq_ignore_ascii_case(name)) {
         return None;
@@ -173,12 +200,89 @@ mod tests {
             ("x </page > y </PAGE\n> z <Page id=\"2\"> w", "x  y  z  w"),
             ("< / post>article: 2", "article: 2"),
             ("<evidence/>", ""),
+            ("a</sources>b", "ab"),
+            ("t </Image_Context > u", "t  u"),
+            ("</sour<sources>ces>", ""),
         ] {
             assert_eq!(untrusted(hostile.to_string()), clean, "{hostile:?}");
         }
-        for kept in ["a < b and <p>text</p>", "<pages> <postman> <", "1 <2> 3"] {
+        for kept in ["a < b and <p>text</p>", "<pages> <postman> <", "1 <2> 3", "<image>"] {
             assert_eq!(untrusted(kept.to_string()), kept);
         }
+    }
+
+    /// Every tag a template wraps text in is a block the filter strips: a new block must be
+    /// added to [`BLOCKS`], or untrusted text inside it could close it.
+    #[test]
+    fn every_block_tag_in_every_template_is_stripped_by_the_filter() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (name, text) in BUILT_IN {
+            let mut rest = *text;
+            while let Some(i) = rest.find('<') {
+                rest = &rest[i + 1..];
+                let inner = rest.strip_prefix('/').unwrap_or(rest);
+                let tag: String = inner
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                    .collect();
+                if tag.is_empty() || !inner[tag.len()..].starts_with(['>', ' ', '/']) {
+                    continue;
+                }
+                assert!(
+                    BLOCKS.contains(&tag.to_ascii_lowercase().as_str()),
+                    "{name} wraps text in <{tag}>, which the untrusted filter does not strip: add it to BLOCKS"
+                );
+                assert_eq!(untrusted(format!("x<{tag}>y</{tag}>z")), "xyz", "{name}: <{tag}>");
+                seen.insert(tag);
+            }
+        }
+        for b in ["post", "page", "evidence", "sources", "image_context"] {
+            assert!(seen.contains(b), "templates no longer use <{b}>: {seen:?}");
+        }
+    }
+
+    /// Every value a prompt interpolates goes through `untrusted`, except the bot's own
+    /// (dates it formats, counts, settings); a new field must be one or the other.
+    #[test]
+    fn every_interpolated_value_is_filtered_or_the_bots_own() {
+        const OWN: [&str; 9] = [
+            "created_at",
+            "f.published",
+            "page.published",
+            "loop.index",
+            "max_words",
+            "n",
+            "per_hour",
+            "url",
+            "\"s\" if n > 1",
+        ];
+        for (name, text) in BUILT_IN {
+            for piece in text.split("{{").skip(1) {
+                let expr = piece.split("}}").next().unwrap_or("").trim();
+                if expr.contains("| untrusted") {
+                    continue;
+                }
+                let notice = name.starts_with("notice_") || name.starts_with("reply_");
+                assert!(
+                    OWN.contains(&expr),
+                    "{name}: `{{{{ {expr} }}}}` is neither filtered nor the bot's own"
+                );
+                assert!(
+                    expr != "url" || notice,
+                    "{name}: `url` is only the bot's own in a notice"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn untrusted_values_are_capped_in_characters_not_words() {
+        let word = "w".repeat(40_000);
+        let page = vec![word.as_str(); 100].join(" ");
+        assert_eq!(untrusted(page).chars().count(), UNTRUSTED_CHARS);
+        let japanese = "日本語".repeat(10_000);
+        assert_eq!(untrusted(japanese).chars().count(), UNTRUSTED_CHARS);
+        assert_eq!(untrusted("short".into()), "short");
     }
 
     #[test]

@@ -316,8 +316,20 @@ pub fn lexical_top(query: &str, passages: &[String], k: usize) -> Vec<usize> {
 }
 
 /// Splits a page's text into passages of consecutive paragraphs, at most `max_words` words
-/// each (a longer paragraph is cut at word boundaries).
+/// each (a longer paragraph is cut at word boundaries), and at most [`PASSAGE_CHARS_PER_WORD`]
+/// × `max_words` characters each (a passage of giant "words" is cut there).
 pub fn passages(text: &str, max_words: usize) -> Vec<String> {
+    let max_chars = max_words.max(10) * PASSAGE_CHARS_PER_WORD;
+    passages_by_words(text, max_words)
+        .into_iter()
+        .map(|p| crate::prompts::cap_chars(p, max_chars))
+        .collect()
+}
+
+/// Characters a passage may have per word of its budget.
+pub const PASSAGE_CHARS_PER_WORD: usize = 12;
+
+fn passages_by_words(text: &str, max_words: usize) -> Vec<String> {
     let max_words = max_words.max(10);
     let mut out = Vec::new();
     let mut current: Vec<&str> = Vec::new();
@@ -371,6 +383,18 @@ mod tests {
             terms("The Vaccine's U.S. trial, 2024"),
             vec!["vaccine", "trial", "2024"]
         );
+    }
+
+    #[test]
+    fn passages_of_giant_words_are_cut_in_characters() {
+        let text = vec!["x".repeat(40_000); 100].join(" ");
+        let p = passages(&text, 60);
+        assert!(
+            p.iter().all(|p| p.chars().count() <= 60 * PASSAGE_CHARS_PER_WORD),
+            "{}",
+            p[0].len()
+        );
+        assert!(p.iter().map(String::len).sum::<usize>() <= 100 * 60 * PASSAGE_CHARS_PER_WORD);
     }
 
     #[test]

@@ -63,27 +63,44 @@ pub fn hinted_wait(status: u16, headers: &reqwest::header::HeaderMap) -> Option<
     })
 }
 
-/// Parses a `Retry-After` value: delay-seconds or an HTTP date.
+/// The longest wait a server's hint can impose: a `Retry-After` or a reset further away is
+/// read as this (a job parked for a day is looked at again then), so no number from outside
+/// overflows a clock or parks a job for ever.
+pub const MAX_HINT: Duration = Duration::from_secs(24 * 3600);
+
+/// Parses a `Retry-After` value: delay-seconds or an HTTP date; at most [`MAX_HINT`].
 pub fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
     let v = value.trim();
     if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
+        return Some(Duration::from_secs(secs).min(MAX_HINT));
+    }
+    if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) {
+        // More digits than a u64 holds.
+        return Some(MAX_HINT);
     }
     DateTime::parse_from_rfc2822(v)
         .ok()
         .and_then(|t| (t.with_timezone(&Utc) - now).to_std().ok())
+        .map(|d| d.min(MAX_HINT))
 }
 
 /// Parses a rate-limit reset time: epoch seconds (Bluesky, mastodon-mock) or ISO 8601
 /// (Mastodon), returned as the wait from `now`.
+/// At most [`MAX_HINT`]; a time before `now` is no wait.
 pub fn parse_reset(value: &str, now: DateTime<Utc>) -> Option<Duration> {
     let v = value.trim();
-    let at = if let Ok(epoch) = v.parse::<i64>() {
-        DateTime::from_timestamp(epoch, 0)?
+    let at = if !v.is_empty() && v.trim_start_matches('-').chars().all(|c| c.is_ascii_digit()) {
+        match v.parse::<i64>().ok().and_then(|e| DateTime::from_timestamp(e, 0)) {
+            Some(at) => at,
+            // Past what a clock holds: the far future, or the far past.
+            None if v.starts_with('-') => return Some(Duration::ZERO),
+            None => return Some(MAX_HINT),
+        }
     } else {
         DateTime::parse_from_rfc3339(v).ok()?.with_timezone(&Utc)
     };
-    Some((at - now).to_std().unwrap_or(Duration::ZERO))
+    let wait = at.signed_duration_since(now);
+    Some(wait.to_std().unwrap_or(Duration::ZERO).min(MAX_HINT))
 }
 
 #[cfg(test)]
@@ -112,6 +129,27 @@ mod tests {
         for (v, want) in resets {
             assert_eq!(parse_reset(v, now).map(|d| d.as_secs()), *want, "{v}");
         }
+        // Numbers of any size are clamped, never overflow a clock.
+        let day = Some(MAX_HINT.as_secs());
+        let huge: &[(&str, Option<u64>)] = &[
+            ("2796032812", day),
+            ("18446744073709551615", day),
+            ("999999999999999999999999999", day),
+            ("9223372036854775807", day),
+            ("-9223372036854775808", Some(0)),
+            ("9999-12-31T23:59:59Z", day),
+        ];
+        for (v, want) in huge {
+            assert_eq!(parse_reset(v, now).map(|d| d.as_secs()), *want, "reset {v}");
+            let r = parse_retry_after(v, now).map(|d| d.as_secs());
+            assert!(r.is_none() || r <= day, "retry-after {v}: {r:?}");
+            // What the platforms do with a hint: a time to park until.
+            if let Some(w) = parse_reset(v, now) {
+                let _ = now + chrono::Duration::from_std(w).unwrap();
+            }
+        }
+        assert_eq!(parse_retry_after("99999999999999999999999", now), Some(MAX_HINT));
+        assert_eq!(parse_retry_after("864000", now), Some(MAX_HINT));
     }
 
     #[derive(Debug)]

@@ -390,6 +390,7 @@ async fn the_same_part_written_twice_is_one_record() {
         created,
         seq: 0,
         lang: Some("en"),
+        mention: None,
     };
     let (first, url) = bluesky.post(&part("This post is false.")).await.unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -675,4 +676,109 @@ async fn moderators_command_and_users_opt_out_on_bluesky() {
         .await;
     wait_for_log(&bot.daemon, "already answered this author").await;
     assert_eq!(bob.records_of(&bot.user.did).await.len(), 6);
+}
+
+/// Identity is the DID, never the handle, on the reference network
+/// (`com.atproto.identity.updateHandle`): after the moderator changes handle and another
+/// account registers the old one, that account's `watch #x` is refused and the real moderator
+/// keeps its rights; a user who opted out stays out under a new handle; and the reply to the
+/// new holder of a handle that once asked mentions the new holder's DID, not the old one's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rights_and_memory_follow_the_did_across_a_handle_takeover() {
+    let Some(net) = Network::shared() else { return };
+    let mut alice = net.account("alice").await;
+    let old_handle = alice.handle.clone();
+    let extra = format!("\n[moderation]\nbluesky_moderators = [\"{old_handle}\"]\n");
+    let bot = start_bot_at(
+        net,
+        &net.pds,
+        Script::reply("This post is false: fish do not sleep upside down."),
+        None,
+        &extra,
+    )
+    .await;
+    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+    assert!(
+        bot.daemon.log_text().contains(&alice.did),
+        "the moderator's handle was resolved to a DID"
+    );
+    let mut bob = net.account("bob").await;
+    let carol = net.account("carol").await;
+    let (bot_handle, bot_did) = (bot.user.handle.clone(), bot.user.did.clone());
+    let command = |words: &str| {
+        let text = format!("@{bot_handle} {words}");
+        let facets = json!([{
+            "index": {"byteStart": 0, "byteEnd": 1 + bot_handle.len()},
+            "features": [{"$type": "app.bsky.richtext.facet#mention", "did": bot_did}],
+        }]);
+        (text, facets)
+    };
+    let replies_to = |records: &[Value], uri: &str| -> Vec<Value> {
+        records
+            .iter()
+            .filter(|r| r["value"]["reply"]["parent"]["uri"] == json!(uri))
+            .map(|r| r["value"].clone())
+            .collect()
+    };
+    let claim = carol.post("Fish sleep upside down.", None, json!([]), None).await;
+
+    // Alice asks once under her first handle (a bot that remembered handle → DID for the
+    // process's life would keep pointing this handle at her).
+    let asked = alice.mention(&bot.user, "is this true?", &claim, &claim).await;
+    let records = carol.wait_for_records(&bot.user.did, 1, Duration::from_secs(60)).await;
+    assert_eq!(replies_to(&records, &asked.uri).len(), 1, "{records:#?}");
+    // Bob opts out.
+    let (t, f) = command("stop");
+    let stop = bob.post(&t, None, f, None).await;
+    let records = carol.wait_for_records(&bot.user.did, 2, Duration::from_secs(60)).await;
+    assert_eq!(replies_to(&records, &stop.uri).len(), 1, "{records:#?}");
+
+    // Alice and Bob change handles; Mallory registers Alice's old one.
+    alice.update_handle(&Network::fresh_handle("al2")).await;
+    bob.update_handle(&Network::fresh_handle("bo2")).await;
+    let mallory = net.account_with_handle(&old_handle).await;
+    assert_ne!(mallory.did, alice.did);
+
+    let (t, f) = command("watch #takeover");
+    mallory.post(&t, None, f, None).await;
+    wait_for_log(&bot.daemon, "reason=\"not_moderator\"").await;
+    let (t, f) = command("status");
+    let status = alice.post(&t, None, f, None).await;
+    let records = carol.wait_for_records(&bot.user.did, 3, Duration::from_secs(60)).await;
+    let ack = replies_to(&records, &status.uri);
+    assert_eq!(
+        ack.len(),
+        1,
+        "the renamed moderator keeps her rights: {records:#?}\n{}",
+        bot.daemon.log_text()
+    );
+    assert!(
+        ack[0]["text"].as_str().unwrap().contains("Watching: no tags"),
+        "mallory's watch was not carried out: {}",
+        ack[0]
+    );
+
+    // Renamed Bob is still opted out.
+    bob.mention(&bot.user, "and this?", &claim, &claim).await;
+    wait_for_log(&bot.daemon, "reason=\"opted_out\"").await;
+
+    // Mallory asks: the reply's mention facet is Mallory's DID.
+    let other = carol.post("Goldfish remember nothing.", None, json!([]), None).await;
+    let ask = mallory.mention(&bot.user, "true?", &other, &other).await;
+    let records = carol.wait_for_records(&bot.user.did, 4, Duration::from_secs(60)).await;
+    let reply = replies_to(&records, &ask.uri);
+    assert_eq!(reply.len(), 1, "{records:#?}\n{}", bot.daemon.log_text());
+    let mentions: Vec<&Value> = reply[0]["facets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|x| x["features"][0]["$type"] == "app.bsky.richtext.facet#mention")
+        .collect();
+    assert_eq!(mentions.len(), 1, "{}", reply[0]);
+    assert_eq!(mentions[0]["features"][0]["did"], json!(mallory.did), "{}", reply[0]);
+    assert_eq!(
+        records.len(),
+        4,
+        "nothing for mallory's watch or bob's ask: {records:#?}"
+    );
 }

@@ -128,6 +128,12 @@ async fn local_web_with_if_data(first: Vec<(String, String)>) -> Option<LocalWeb
 }
 
 async fn local_web(data: &Path, first: Vec<(String, String)>) -> LocalWeb {
+    local_web_hiding(data, first, Vec::new()).await
+}
+
+/// The local web with `first` pages offered first (on apnews.com) and `hidden` pages served
+/// under every host but offered by no search (where redirects land).
+async fn local_web_hiding(data: &Path, first: Vec<(String, String)>, hidden: Vec<(String, String)>) -> LocalWeb {
     let sandbox = Sandbox::load();
     // nytimes/wsj/cbsnews are credible (medium tier); foxnews and livescience are not.
     let pages = real_pages(
@@ -165,6 +171,7 @@ async fn local_web(data: &Path, first: Vec<(String, String)>) -> LocalWeb {
         .map(|(path, _)| format!("http://www.apnews.com{path}"))
         .collect();
     site.extend(first);
+    site.extend(hidden);
     let web = Site::start(site).await;
     let web_addr = web.addr;
 
@@ -651,4 +658,130 @@ async fn a_draft_with_an_unsupported_fact_is_caught_and_revised() {
         metrics.contains("verifications_total{outcome=\"revised\"} 1"),
         "{metrics}"
     );
+}
+
+/// A draft the agents never accept (the revision contested too) is withdrawn; the honest reply
+/// then says credible reporting was read and did not settle it — not that none was found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawn_draft_says_the_reporting_did_not_settle_it() {
+    let Some(LocalWeb { extra, post_text, .. }) = local_web_if_data().await else {
+        return;
+    };
+    let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        if system.contains("You check a reply") {
+            return json!({"verdict": "unsupported", "reasons": "No source says so.", "objections": ["The whole reply."]})
+                .to_string();
+        }
+        if system.contains("using only the facts given") {
+            let urls = evidence_urls(user, 2);
+            return format!("This post is misleading. Sources: {}", urls.join(" "));
+        }
+        scripted_muse(body)
+    }))
+    .await;
+    let Asked {
+        mut daemon,
+        posted,
+        dir: _dir,
+        mock: _mock,
+        ..
+    } = ask(&extra, &post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
+    let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
+    let log = daemon.log_text();
+    assert!(
+        reply.contains("I read reporting from credible publishers"),
+        "{reply}\n{log}"
+    );
+    assert!(!reply.contains("found no reporting"), "{reply}");
+    assert!(urls_in(&reply).is_empty(), "a withdrawn draft cites nothing: {reply}");
+    let _ = daemon.terminate(Duration::from_secs(10));
+}
+
+/// A credible search result is judged where it lands: apnews.com links that redirect to a
+/// publisher the rules exclude (infowars.com) and to a blocked domain written with a trailing
+/// dot are read by nobody's rules but their final URL's, so the reply — written by a model
+/// that repeats every URL it saw — cites neither the links nor where they led.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credible_link_is_judged_where_it_lands() {
+    let Some(data) = shared() else { return };
+    let body = |title: &str, text: &str| {
+        format!(
+            "<html lang=\"en\"><head><title>{title}</title></head><body><article><h1>{title}</h1><p>{text} Reference XQJZ{title}.</p><p>{}</p></article></body></html>",
+            "Reporters confirmed the account with several officials on Tuesday. ".repeat(12)
+        )
+    };
+    let probe = local_web(&data, Vec::new()).await;
+    let text = probe.post_text.clone();
+    let first = vec![
+        (
+            "/world/moved".to_string(),
+            "REDIRECT http://www.infowars.com/world/moved-here".to_string(),
+        ),
+        (
+            "/world/to-blocked".to_string(),
+            "REDIRECT http://www.wsj.com./world/blocked-here".to_string(),
+        ),
+    ];
+    let landing = vec![
+        ("/world/moved-here".to_string(), body("Moved", &text)),
+        ("/world/blocked-here".to_string(), body("Blocked", &text)),
+    ];
+    let web = local_web_hiding(&data, first, landing).await;
+    let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
+    let extra = web.extra.replace(
+        "test_resolve = [",
+        &format!(
+            "test_resolve = [\"www.wsj.com.={}\", ",
+            resolve_of(&web.extra, "www.wsj.com")
+        ),
+    );
+    let Asked {
+        mut daemon,
+        posted,
+        dir: _dir,
+        ..
+    } = ask(
+        &format!("{extra}\n[moderation]\nblocked_domains = [\"WSJ.com.\"]\n"),
+        &web.post_text,
+        &llm.base_url,
+        |c| c,
+        Duration::from_secs(120),
+    )
+    .await;
+    let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
+    let log = daemon.log_text();
+    assert!(reply.starts_with("@bob "), "{reply}\n{log}");
+    for bad in [
+        "/world/moved",
+        "infowars",
+        "wsj.com",
+        "/world/to-blocked",
+        "blocked-here",
+    ] {
+        assert!(!reply.contains(bad), "{bad} in the reply: {reply}");
+    }
+    // Not vacuous: the evidence step saw no page from either, the redirects were followed.
+    let requests = llm.requests.lock().unwrap().clone();
+    let pages: String = requests
+        .iter()
+        .filter(|b| {
+            b["messages"][0]["content"]
+                .as_str()
+                .unwrap_or("")
+                .contains("Quote passages")
+        })
+        .map(|b| b["messages"][1]["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(!pages.is_empty(), "{log}");
+    assert!(!pages.contains("XQJZ"), "{pages}");
+    let _ = daemon.terminate(Duration::from_secs(10));
+}
+
+/// The `host=addr` entry that `extra`'s `test_resolve` has for `host`.
+fn resolve_of(extra: &str, host: &str) -> String {
+    let key = format!("\"{host}=");
+    let at = extra.find(&key).expect("host in test_resolve") + key.len();
+    extra[at..].split('"').next().unwrap().to_string()
 }

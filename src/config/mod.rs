@@ -222,8 +222,9 @@ impl Default for VerifyConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct PrivacyConfig {
-    /// Check followers-only and direct posts (and unknown visibilities): their text then goes
-    /// to the search APIs and the LLM endpoint. Off: the requester gets a direct message that
+    /// Check followers-only and direct posts (and unknown visibilities, and posts quoting
+    /// one): their text and pictures then reach the search APIs, reverse image search, the
+    /// vision endpoint and the LLM endpoint. Off: the requester gets a direct message that
     /// says why the post is not checked. Replies about such posts are always direct messages.
     pub check_non_public: bool,
 }

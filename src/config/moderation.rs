@@ -11,14 +11,19 @@ pub struct ModerationConfig {
     /// Mastodon accounts whose commands the bot obeys: `user` (the bot's server) or
     /// `user@domain`, as Mastodon's `acct` writes them.
     pub mastodon_moderators: Vec<String>,
-    /// Bluesky handles whose commands the bot obeys (`alice.bsky.social`).
+    /// Bluesky accounts whose commands the bot obeys: handles (`alice.bsky.social`, resolved
+    /// to DIDs at start) or DIDs. Rights follow the DID.
     pub bluesky_moderators: Vec<String>,
     /// Seconds between two catch-up reads of each watched hashtag's timeline (Mastodon also
     /// streams each tag live; Bluesky's search runs at this interval).
     pub hashtag_poll_secs: u64,
+    /// Hashtags watched at most at once on each platform: every tag costs a stream and a REST
+    /// read every `hashtag_poll_secs`, out of the same request budget as mentions and posting.
+    pub max_watched_tags: usize,
     /// The policy a newly watched hashtag gets.
     pub tag_policy: TagPolicy,
-    /// Accounts never checked, answered or cited (`user@domain` on Mastodon, handles on Bluesky).
+    /// Accounts never checked, answered or cited (`user@domain` on Mastodon, handles or DIDs
+    /// on Bluesky; handles are resolved to DIDs at start).
     pub blocked_accounts: Vec<String>,
     /// Mastodon servers (domains) whose accounts are never checked or answered.
     pub blocked_instances: Vec<String>,
@@ -37,6 +42,7 @@ impl Default for ModerationConfig {
             mastodon_moderators: Vec::new(),
             bluesky_moderators: Vec::new(),
             hashtag_poll_secs: 20,
+            max_watched_tags: 10,
             tag_policy: TagPolicy::default(),
             blocked_accounts: Vec::new(),
             blocked_instances: Vec::new(),

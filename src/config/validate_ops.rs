@@ -75,6 +75,13 @@ pub(super) fn moderation(c: &Config, p: &mut Problems) {
             "set 1 to 3600 seconds (20 keeps one watched tag at 15 reads a 5 minutes, of 300 allowed)",
         );
     }
+    if !(1..=50).contains(&m.max_watched_tags) {
+        p.bad(
+            "moderation.max_watched_tags",
+            format!("is {}", m.max_watched_tags),
+            "set 1 to 50 (each watched tag costs a REST read every hashtag_poll_secs, out of the 300 requests a 5 minutes mentions and posting need too)",
+        );
+    }
     let t = &m.tag_policy;
     for (key, value, fix) in [
         (

@@ -169,11 +169,7 @@ impl Credibility {
 
     /// Rates the publisher of `url` (a URL or a bare host).
     pub fn verdict(&self, url: &str) -> Verdict {
-        let host = url::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_string))
-            .unwrap_or_else(|| url.to_string());
-        let host = normalize_host(&host);
+        let host = host_of(url).unwrap_or_else(|| normalize_host(url));
         let registrable = registrable_domain(&host);
         // The host, then each parent, down to the registrable domain.
         let mut candidate = host.as_str();
@@ -201,10 +197,70 @@ impl Credibility {
     }
 }
 
-/// Lower-case, no trailing dot, no leading `www.`.
+/// A host as every rule compares it (credibility, `blocked_domains`, the pages' domains): the
+/// URL parser's form (lower case, IDNA to punycode, percent-decoding), trailing dots removed,
+/// no leading `www.`. Takes a URL or a bare host.
 pub fn normalize_host(host: &str) -> String {
-    let h = host.trim().trim_end_matches('.').to_ascii_lowercase();
+    let h = host.trim();
+    let parsed = url::Host::parse(h.trim_end_matches('.'))
+        .ok()
+        .map(|h| h.to_string())
+        .unwrap_or_else(|| h.to_ascii_lowercase());
+    let h = parsed.trim_end_matches('.').to_string();
     h.strip_prefix("www.").map(str::to_string).unwrap_or(h)
+}
+
+/// The normalised host of `url` ([`normalize_host`]); `None` when it has none.
+pub fn host_of(url: &str) -> Option<String> {
+    let u = url::Url::parse(url.trim()).ok()?;
+    u.host_str().map(normalize_host).filter(|h| !h.is_empty())
+}
+
+/// Whether `url` is a post on a social network (a Mastodon-API server's status, a Pleroma
+/// notice or object, a Misskey note, a Bluesky post) rather than a publisher's page: someone
+/// else's post is never cited, whoever hosts it, since its author can change what it says.
+pub fn is_social_post(url: &str) -> bool {
+    if url.trim().get(..5).is_some_and(|s| s.eq_ignore_ascii_case("at://")) {
+        return true;
+    }
+    let Ok(u) = url::Url::parse(url.trim()) else {
+        return false;
+    };
+    let host = u.host_str().map(normalize_host).unwrap_or_default();
+    const SOCIAL_HOSTS: [&str; 12] = [
+        "bsky.app",
+        "x.com",
+        "twitter.com",
+        "facebook.com",
+        "instagram.com",
+        "threads.net",
+        "threads.com",
+        "tiktok.com",
+        "t.me",
+        "reddit.com",
+        "truthsocial.com",
+        "mastodon.social",
+    ];
+    if SOCIAL_HOSTS
+        .iter()
+        .any(|h| host == *h || host.ends_with(&format!(".{h}")))
+    {
+        return true;
+    }
+    let segments: Vec<&str> = u
+        .path_segments()
+        .map(|s| s.filter(|x| !x.is_empty()).collect())
+        .unwrap_or_default();
+    let numeric = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
+    match segments.as_slice() {
+        // Mastodon and forks: /@user/123, /@user@host/123; ActivityPub: /users/x/statuses/1.
+        [user, id, ..] if user.starts_with('@') && numeric(id) => true,
+        ["users", _, "statuses", ..] => true,
+        // Pleroma/Akkoma, GoToSocial, Misskey, Friendica, Pixelfed.
+        ["notice", _, ..] | ["objects", _, ..] | ["notes", _, ..] | ["display", _, ..] | ["p", _, _, ..] => true,
+        [_, "statuses", _, ..] if host.contains("gotosocial") => true,
+        _ => false,
+    }
 }
 
 /// The registrable domain ("bbc.co.uk" for "news.bbc.co.uk") by the public suffix list.
@@ -272,5 +328,50 @@ mod tests {
         assert_eq!(c.verdict("https://www.infowars.com/posts/x").tier, None);
         assert_eq!(c.verdict("https://www.foxnews.com/x").tier, None);
         assert_eq!(c.verdict("https://www.npr.org/x").tier, Some(Tier::Medium));
+    }
+    #[test]
+    fn hosts_are_judged_as_the_parser_reads_them() {
+        let mut c = Credibility::default();
+        c.insert("Reuters.com.", Rating::Tier(Tier::High), "t");
+        c.insert("bücher.example", Rating::Tier(Tier::Medium), "t");
+        for url in [
+            "https://reuters.com./x",
+            "https://WWW.REUTERS.COM/x",
+            "https://www.reuters.com../x",
+            "https://reuters%2Ecom/x",
+        ] {
+            assert_eq!(c.verdict(url).tier, Some(Tier::High), "{url}");
+        }
+        assert_eq!(c.verdict("https://xn--bcher-kva.example/a").tier, Some(Tier::Medium));
+        assert_eq!(c.verdict("https://BÜCHER.example/a").tier, Some(Tier::Medium));
+        assert_eq!(normalize_host("Bücher.Example."), "xn--bcher-kva.example");
+        assert_eq!(
+            host_of("https://www.Blocked.example./x").as_deref(),
+            Some("blocked.example")
+        );
+    }
+
+    #[test]
+    fn social_posts_are_told_from_publishers_pages() {
+        for url in [
+            "https://evil.example/@mallory/113456789012345678",
+            "https://evil.example/@mallory@other.example/1134",
+            "https://evil.example/users/mallory/statuses/1",
+            "https://pleroma.example/notice/AbCd",
+            "https://akkoma.example/objects/5f1e-aa",
+            "https://misskey.example/notes/9abc",
+            "https://bsky.app/profile/eve.test/post/3k2",
+            "at://did:plc:abc/app.bsky.feed.post/3k2",
+            "https://mobile.twitter.com/eve/status/1",
+        ] {
+            assert!(is_social_post(url), "{url}");
+        }
+        for url in [
+            "https://www.reuters.com/world/2026/a-story",
+            "https://apnews.com/article/x-123",
+            "https://news.example/@desk",
+        ] {
+            assert!(!is_social_post(url), "{url}");
+        }
     }
 }

@@ -30,7 +30,7 @@ pub use retrieval::{
     Retrieval, StepTrace, Tier,
 };
 pub use review::{Review, ReviewDecision};
-pub use trigger::{Account, Cause, Trigger};
+pub use trigger::{account_key, Account, Cause, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;
 pub use verification::{Verification, Verified};

@@ -118,6 +118,10 @@ pub struct Post {
     pub id: String,
     pub url: Option<String>,
     pub author: String,
+    /// The author's stable id where the platform has one (the DID on Bluesky); see
+    /// [`crate::model::Account::key`].
+    #[serde(default)]
+    pub author_id: Option<String>,
     pub author_display_name: String,
     pub author_is_bot: bool,
     pub author_nobot: bool,
@@ -139,12 +143,18 @@ pub struct Post {
 }
 
 impl Post {
+    /// What the author's rights and memory are keyed by ([`crate::model::Account::key`]).
+    pub fn author_key(&self) -> String {
+        super::trigger::account_key(&self.author, self.author_id.as_deref())
+    }
+
     /// A post with only the fields every source knows; media, links and quote empty.
     pub fn text_only(id: &str, author: &str, text: &str, created_at: DateTime<Utc>, visibility: Visibility) -> Post {
         Post {
             id: id.into(),
             url: None,
             author: author.into(),
+            author_id: None,
             author_display_name: author.into(),
             author_is_bot: false,
             author_nobot: false,

@@ -48,6 +48,10 @@ pub enum DropReason {
     NotRead,
     /// Relevant, but the last wave brought more than `relevance.max_pages` and it ranked lower.
     Surplus,
+    /// Someone's post on a social network: never cited, whoever hosts it.
+    SocialPost,
+    /// The URL redirected to a page that fails the rules (the final URL and why).
+    Redirected(String),
 }
 
 impl DropReason {
@@ -66,6 +70,8 @@ impl DropReason {
             DropReason::NotReached => "not needed (enough refuting pages)",
             DropReason::NotRead => "not read (enough relevant pages)",
             DropReason::Surplus => "surplus (more relevant pages than needed)",
+            DropReason::SocialPost => "a social post (never cited)",
+            DropReason::Redirected(_) => "redirected to a page that is not cited",
         }
     }
 }

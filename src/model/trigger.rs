@@ -37,13 +37,35 @@ impl Cause {
 /// An account as a trigger describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
-    /// `user` or `user@domain` (Mastodon), a handle (Bluesky).
+    /// `user` or `user@domain` (Mastodon), a handle (Bluesky): what the bot writes to address
+    /// the account, never what it knows the account by (see [`Account::key`]).
     pub handle: String,
     pub is_bot: bool,
     /// The bot's own account.
     pub is_self: bool,
     /// The profile text carries the `#nobot` opt-out.
     pub nobot: bool,
+    /// The account's stable id where the platform has one apart from its name: the DID on
+    /// Bluesky (a handle can be changed and then taken by someone else). `None` on Mastodon,
+    /// whose `user@domain` is the account.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+impl Account {
+    /// What rights and memory of this person are keyed by: the DID on Bluesky, the lower-cased
+    /// `acct` on Mastodon.
+    pub fn key(&self) -> String {
+        account_key(&self.handle, self.id.as_deref())
+    }
+}
+
+/// The key of an account known by `handle` and, where the platform has one, its stable `id`.
+pub fn account_key(handle: &str, id: Option<&str>) -> String {
+    match id.filter(|i| !i.is_empty()) {
+        Some(id) => id.to_string(),
+        None => handle.trim().trim_start_matches('@').to_lowercase(),
+    }
 }
 
 /// One event a source saw, before any further request.
@@ -132,6 +154,7 @@ impl Trigger {
                 is_bot: false,
                 is_self: false,
                 nobot: false,
+                id: None,
             },
             visibility: Visibility::Public,
             created_at: Utc::now(),

@@ -3,6 +3,11 @@
 
 use crate::model::{TagPolicy, TagWatch};
 
+/// `watch` past `moderation.max_watched_tags`.
+pub fn too_many_tags(tag: &str, max: usize) -> String {
+    format!("Not watching #{tag}: {max} hashtags are watched already, the most allowed. Unwatch one first.")
+}
+
 pub fn watch(tag: &str, new: bool, p: &TagPolicy) -> String {
     if new {
         format!(
@@ -38,7 +43,9 @@ pub fn resume(changed: bool) -> String {
     }
 }
 
-pub fn status(watches: &[TagWatch], held: &[String], paused: bool, opted_out: usize) -> String {
+/// `show_ids`: list the oldest held drafts' ids (only where the acknowledgement is private: on
+/// Bluesky it is a public reply, and the ids name the posts under review).
+pub fn status(watches: &[TagWatch], held: &[String], paused: bool, opted_out: usize, show_ids: bool) -> String {
     let tags: Vec<String> = watches.iter().map(|w| format!("#{}", w.tag)).collect();
     let mut text = format!(
         "Status: {}. Watching: {}. Opted-out users: {opted_out}. Drafts waiting for review: {}.",
@@ -51,8 +58,12 @@ pub fn status(watches: &[TagWatch], held: &[String], paused: bool, opted_out: us
         held.len()
     );
     // The oldest few, so a moderator can approve or reject them by id.
-    for id in held.iter().take(5) {
-        text.push_str(&format!("\n- {id}"));
+    if show_ids {
+        for id in held.iter().take(5) {
+            text.push_str(&format!("\n- {id}"));
+        }
+    } else if !held.is_empty() {
+        text.push_str(" Their ids are on the admin page.");
     }
     text
 }

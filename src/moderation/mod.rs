@@ -3,15 +3,20 @@
 //! [`Moderation::triage`] about every new trigger (rules that need no request); the resolve
 //! stage asks [`Moderation::admit_hit`] before a hashtag hit is answered (per-day and
 //! per-author counters, charged only for hits that go on) and [`Moderation::execute`] for a
-//! command. State lives in the store (`moderation` tree); the rules live here.
+//! command. State lives in the store (`moderation` tree); the rules live here. People are
+//! known by [`crate::model::Account::key`]: on Bluesky the DID (the config's handles are
+//! resolved to DIDs at start), never the handle, which can change hands.
 
 pub mod ack;
 pub mod budget;
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
 use chrono::Utc;
 
 use crate::config::ModerationConfig;
-use crate::model::{Cause, Command, OptOut, PlatformKind, ReviewDecision, SkipReason, TagWatch, Trigger};
+use crate::model::{account_key, Cause, Command, OptOut, PlatformKind, ReviewDecision, SkipReason, TagWatch, Trigger};
 use crate::store::{Store, StoreError};
 
 /// The counters a hit is charged to now: its author's window and its tag's day. Keys end in
@@ -29,17 +34,14 @@ fn hit_keys(t: &Trigger, tag: &str, author: &str, policy: &crate::model::TagPoli
 }
 
 /// Whether `url`'s host is one of `domains` or below one (`news.bad.example` under
-/// `bad.example`).
+/// `bad.example`), both read as [`crate::credibility::normalize_host`] reads hosts (case,
+/// IDNA, trailing dots, `www.`).
 pub fn domain_blocked(domains: &[String], url: &str) -> bool {
-    let Some(host) = url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_lowercase))
-    else {
+    let Some(host) = crate::credibility::host_of(url) else {
         return false;
     };
-    let host = host.trim_start_matches("www.");
     domains.iter().any(|d| {
-        let d = d.trim().trim_start_matches("www.").to_lowercase();
+        let d = crate::credibility::normalize_host(d);
         !d.is_empty() && (host == d || host.ends_with(&format!(".{d}")))
     })
 }
@@ -50,8 +52,25 @@ pub struct Moderation {
     pub store: Store,
     /// The day's LLM budget (no limit unless [`Moderation::with_budget`]).
     pub budget: budget::Budget,
-    /// The bot's Mastodon server: `alice@that.server` in the config is the local `alice`.
-    pub local_domain: Option<String>,
+    /// The bot's Mastodon server under every name it answers to (the account domain, which
+    /// may differ from the web host of `mastodon.base_url`): `alice@that.server` in the
+    /// config is the local `alice`.
+    pub local_domains: Vec<String>,
+    /// Bluesky moderators and blocked accounts as DIDs: the config's DIDs, and its handles as
+    /// resolved at start ([`Moderation::with_bluesky_dids`]). A handle is never compared.
+    bluesky: Arc<BlueskyDids>,
+}
+
+/// The Bluesky accounts the config names, by DID.
+#[derive(Debug, Default)]
+struct BlueskyDids {
+    moderators: HashSet<String>,
+    blocked: HashSet<String>,
+}
+
+/// Whether a config entry is a DID (`did:plc:…`, `did:web:…`).
+pub fn is_did(entry: &str) -> bool {
+    entry.trim().starts_with("did:")
 }
 
 impl Moderation {
@@ -61,28 +80,77 @@ impl Moderation {
             model: String::new(),
             store: store.clone(),
         };
+        let dids = |list: &[String]| {
+            list.iter()
+                .filter(|e| is_did(e))
+                .map(|e| e.trim().to_string())
+                .collect()
+        };
+        let bluesky = Arc::new(BlueskyDids {
+            moderators: dids(&config.bluesky_moderators),
+            blocked: dids(&config.blocked_accounts),
+        });
         Moderation {
             config,
             store,
             budget,
-            local_domain: None,
+            local_domains: Vec::new(),
+            bluesky,
         }
     }
 
-    /// Names the bot's own Mastodon server (the host of `mastodon.base_url`), whose accounts
-    /// Mastodon writes without a domain.
-    pub fn with_local_domain(mut self, domain: Option<String>) -> Moderation {
-        self.local_domain = domain.map(|d| d.to_lowercase());
+    /// Names the bot's own Mastodon server (the host of `mastodon.base_url` and the
+    /// instance's account domain), whose accounts Mastodon writes without a domain.
+    pub fn with_local_domains(mut self, domains: impl IntoIterator<Item = String>) -> Moderation {
+        self.local_domains = domains
+            .into_iter()
+            .map(|d| d.trim().to_lowercase())
+            .filter(|d| !d.is_empty())
+            .collect();
+        self.local_domains.dedup();
         self
+    }
+
+    /// Adds the DIDs the config's Bluesky handles resolved to at start: `resolved` maps a
+    /// handle (as written in the config) to its DID.
+    pub fn with_bluesky_dids(mut self, resolved: &HashMap<String, String>) -> Moderation {
+        let mut dids = BlueskyDids {
+            moderators: self.bluesky.moderators.clone(),
+            blocked: self.bluesky.blocked.clone(),
+        };
+        let of = |entry: &String| resolved.get(entry.trim()).cloned();
+        dids.moderators
+            .extend(self.config.bluesky_moderators.iter().filter_map(of));
+        dids.blocked.extend(self.config.blocked_accounts.iter().filter_map(of));
+        self.bluesky = Arc::new(dids);
+        self
+    }
+
+    /// The config's Bluesky handles that need resolving to DIDs at start: the moderators, and
+    /// the blocked accounts written as a handle (a dotted name without `@`).
+    pub fn bluesky_handles(config: &ModerationConfig) -> Vec<String> {
+        let handle = |e: &&String| !is_did(e) && !e.contains('@') && e.contains('.');
+        let mut out: Vec<String> = config
+            .bluesky_moderators
+            .iter()
+            .filter(|e| !is_did(e))
+            .chain(config.blocked_accounts.iter().filter(handle))
+            .map(|e| e.trim().to_string())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// A handle as compared: lower case, no leading `@`, no `@` + the bot's own server.
     fn norm(&self, handle: &str) -> String {
         let h = handle.trim().trim_start_matches('@').to_lowercase();
-        match &self.local_domain {
-            Some(d) => h.strip_suffix(&format!("@{d}")).map(str::to_string).unwrap_or(h),
-            None => h,
+        for d in &self.local_domains {
+            if let Some(local) = h.strip_suffix(&format!("@{d}")) {
+                return local.to_string();
+            }
         }
+        h
     }
 
     /// Counts spend against `config` at `model`'s price.
@@ -92,18 +160,25 @@ impl Moderation {
         self
     }
 
-    /// Whether `handle` may give moderator commands on `platform`.
-    pub fn is_moderator(&self, platform: PlatformKind, handle: &str) -> bool {
-        let list = match platform {
-            PlatformKind::Mastodon => &self.config.mastodon_moderators,
-            PlatformKind::Bluesky => &self.config.bluesky_moderators,
-        };
-        let handle = self.norm(handle);
-        list.iter().any(|m| self.norm(m) == handle)
+    /// Whether the account (`handle`, and `id`, its DID on Bluesky) may give moderator
+    /// commands on `platform`. On Bluesky only the DID counts: whoever holds a moderator's old
+    /// handle gets nothing, and a moderator who changes handle keeps the rights.
+    pub fn is_moderator(&self, platform: PlatformKind, handle: &str, id: Option<&str>) -> bool {
+        match platform {
+            PlatformKind::Mastodon => {
+                let handle = self.norm(handle);
+                self.config.mastodon_moderators.iter().any(|m| self.norm(m) == handle)
+            }
+            PlatformKind::Bluesky => id.is_some_and(|d| self.bluesky.moderators.contains(d)),
+        }
     }
 
-    /// Whether the operator blocked this account, or (Mastodon) its server.
-    pub fn blocked_account(&self, handle: &str) -> bool {
+    /// Whether the operator blocked this account (by DID on Bluesky), or (Mastodon) its
+    /// server.
+    pub fn blocked_account(&self, platform: PlatformKind, handle: &str, id: Option<&str>) -> bool {
+        if platform == PlatformKind::Bluesky {
+            return id.is_some_and(|d| self.bluesky.blocked.contains(d));
+        }
         let handle = self.norm(handle);
         let domain = handle.split_once('@').map(|(_, d)| d);
         self.config.blocked_accounts.iter().any(|b| self.norm(b) == handle)
@@ -115,9 +190,11 @@ impl Moderation {
             })
     }
 
-    /// Whether `handle` opted out on `platform` (`stop`, until `start`).
-    pub fn opted_out(&self, platform: PlatformKind, handle: &str) -> bool {
-        self.store.opted_out(platform, handle)
+    /// Whether the account opted out on `platform` (`stop`, until `start`): by its key (the
+    /// DID on Bluesky), or by the handle an older build keyed opt-outs by (failing safe: the
+    /// bot stays away from whoever shows that handle).
+    pub fn opted_out(&self, platform: PlatformKind, handle: &str, id: Option<&str>) -> bool {
+        self.store.opted_out(platform, &account_key(handle, id)) || self.store.opted_out(platform, &self.norm(handle))
     }
 
     /// The skip rules intake applies to a new trigger before any request: a command from
@@ -125,9 +202,9 @@ impl Moderation {
     /// and a hashtag hit the tag's policy refuses (paused, a reply, a bot, `#nobot`, too old,
     /// a tag no longer watched).
     pub fn triage(&self, t: &Trigger) -> Option<SkipReason> {
-        let handle = &t.author.handle;
+        let (handle, id) = (&t.author.handle, t.author.id.as_deref());
         if let Cause::Command { command } = &t.cause {
-            if command.for_moderators() && !self.is_moderator(t.platform, handle) {
+            if command.for_moderators() && !self.is_moderator(t.platform, handle, id) {
                 tracing::warn!(author = %handle, command = command.as_str(), "a command from someone who is not a moderator; ignored");
                 return Some(SkipReason::NotModerator);
             }
@@ -135,10 +212,10 @@ impl Moderation {
                 return None;
             }
         }
-        if self.blocked_account(handle) {
+        if self.blocked_account(t.platform, handle, id) {
             return Some(SkipReason::Blocked);
         }
-        if self.opted_out(t.platform, handle) {
+        if self.opted_out(t.platform, handle, id) {
             return Some(SkipReason::OptedOut);
         }
         let Cause::HashtagHit { tag } = &t.cause else {
@@ -172,31 +249,47 @@ impl Moderation {
         None
     }
 
-    /// Charges a hashtag hit that is about to be answered to its tag's day and its author's
-    /// window; the reason when either is spent. Re-charging the same job is free.
-    pub fn admit_hit(&self, t: &Trigger, job_id: &str, author: &str) -> Result<Option<SkipReason>, StoreError> {
+    /// Whether a hashtag hit would be refused by its tag's day or its author's window, looked
+    /// at without charging anything (the resolve stage asks before it reads the post, so a
+    /// flooded tag costs no request).
+    pub fn hit_refused(&self, t: &Trigger, job_id: &str, author: &str) -> Option<SkipReason> {
         let Cause::HashtagHit { tag } = &t.cause else {
-            return Ok(None);
+            return None;
         };
         let policy = self.policy_of(t.platform, tag);
         let (author_key, day_key) = hit_keys(t, tag, author, &policy);
-        // Both looked at before either is charged: a full day does not spend the author's slot.
         let full = |key: &str, limit: u32| {
             let charged = self.store.charged(key);
             !charged.iter().any(|j| j == job_id) && charged.len() >= limit as usize
         };
         if full(&author_key, 1) {
-            return Ok(Some(SkipReason::Policy(format!(
+            return Some(SkipReason::Policy(format!(
                 "already answered this author in the last {} hours",
                 policy.author_window_hours
-            ))));
+            )));
         }
         if full(&day_key, policy.replies_per_day) {
-            return Ok(Some(SkipReason::Policy(format!(
+            return Some(SkipReason::Policy(format!(
                 "#{tag} had its {} replies today",
                 policy.replies_per_day
-            ))));
+            )));
         }
+        None
+    }
+
+    /// Charges a hashtag hit that is about to be answered to its tag's day and its author's
+    /// window (`author`: the post author's key); the reason when either is spent.
+    /// Re-charging the same job is free.
+    pub fn admit_hit(&self, t: &Trigger, job_id: &str, author: &str) -> Result<Option<SkipReason>, StoreError> {
+        let Cause::HashtagHit { tag } = &t.cause else {
+            return Ok(None);
+        };
+        // Both looked at before either is charged: a full day does not spend the author's slot.
+        if let Some(reason) = self.hit_refused(t, job_id, author) {
+            return Ok(Some(reason));
+        }
+        let policy = self.policy_of(t.platform, tag);
+        let (author_key, day_key) = hit_keys(t, tag, author, &policy);
         if !self.store.charge(&author_key, job_id, 1)? {
             return Ok(Some(SkipReason::Policy("already answered this author".into())));
         }
@@ -215,22 +308,36 @@ impl Moderation {
             .unwrap_or_else(|| self.config.tag_policy.clone())
     }
 
-    /// Frees a hit's slots when it ends with nothing posted (no verdict to give).
+    /// Frees a hit's slots when it ends with nothing posted (no verdict to give). `author` is
+    /// the post author's key ([`crate::model::Post::author_key`]), as charged.
     pub fn release_hit(&self, t: &Trigger, job_id: &str, author: &str) -> Result<(), StoreError> {
         let Cause::HashtagHit { tag } = &t.cause else {
             return Ok(());
         };
-        let policy = self.policy_of(t.platform, tag);
-        let (author_key, day_key) = hit_keys(t, tag, author, &policy);
-        self.store.uncharge(&author_key, job_id)?;
-        self.store.uncharge(&day_key, job_id)
+        // Released in the windows it was charged to, whichever window it is now.
+        let p = t.platform.as_str();
+        self.store
+            .uncharge_prefix(&format!("tagauthor:{p}:{}:", author.to_lowercase()), job_id)?;
+        self.store.uncharge_prefix(&format!("tagday:{p}:{tag}:"), job_id)
     }
 
     /// Carries out a command (the `check` command's post is enqueued by the caller) and
-    /// returns the acknowledgement's text.
-    pub fn execute(&self, platform: PlatformKind, by: &str, command: &Command) -> Result<String, StoreError> {
+    /// returns the acknowledgement's text. `by` is the handle it shows (the handle it shows; `by_id` its DID on Bluesky).
+    pub fn execute(
+        &self,
+        platform: PlatformKind,
+        by: &str,
+        by_id: Option<&str>,
+        command: &Command,
+    ) -> Result<String, StoreError> {
+        let key = account_key(by, by_id);
         let text = match command {
             Command::Watch(tag) => {
+                let watched = self.store.watches(platform);
+                let max = self.config.max_watched_tags;
+                if watched.len() >= max && !watched.iter().any(|w| &w.tag == tag) {
+                    return Ok(ack::too_many_tags(tag, max));
+                }
                 let new = self.store.watch(&TagWatch {
                     platform,
                     tag: tag.clone(),
@@ -254,6 +361,8 @@ impl Moderation {
                     .collect::<Vec<_>>(),
                 self.store.paused(platform),
                 self.store.opt_outs().iter().filter(|o| o.platform == platform).count(),
+                // Mastodon's acknowledgement is a direct message; Bluesky's a public reply.
+                platform == PlatformKind::Mastodon,
             ),
             Command::Stop => {
                 let out = OptOut {
@@ -261,11 +370,15 @@ impl Moderation {
                     handle: by.to_lowercase(),
                     since: Utc::now(),
                 };
-                self.store.set_opt_out(platform, by, Some(&out))?;
+                self.store.set_opt_out(platform, &key, Some(&out))?;
                 ack::stop()
             }
             Command::Start => {
-                self.store.set_opt_out(platform, by, None)?;
+                self.store.set_opt_out(platform, &key, None)?;
+                // And the handle an older build keyed it by, when it is this account's own.
+                if by_id.is_none() || platform == PlatformKind::Mastodon {
+                    self.store.set_opt_out(platform, &self.norm(by), None)?;
+                }
                 ack::start()
             }
             Command::Check(url) => ack::check(url),
@@ -360,6 +473,7 @@ mod tests {
                 is_bot: false,
                 is_self: false,
                 nobot: false,
+                id: None,
             },
             visibility: Visibility::Public,
             created_at: Utc::now(),
@@ -370,24 +484,42 @@ mod tests {
     #[test]
     fn moderators_blocklists_and_domains() {
         let m = moderation();
-        assert!(m.is_moderator(PlatformKind::Mastodon, "Alice"));
-        assert!(m.is_moderator(PlatformKind::Mastodon, "mod@other.example"));
-        assert!(!m.is_moderator(PlatformKind::Bluesky, "alice"));
-        assert!(!m.is_moderator(PlatformKind::Mastodon, "bob"));
-        // The bot's own server: Mastodon writes its accounts without the domain.
-        let mut local = m.clone().with_local_domain(Some("Bots.Example".into()));
-        local.config.mastodon_moderators = vec!["carol@bots.example".into()];
-        assert!(local.is_moderator(PlatformKind::Mastodon, "carol"));
-        assert!(local.is_moderator(PlatformKind::Mastodon, "@Carol@bots.example"));
-        assert!(!local.is_moderator(PlatformKind::Mastodon, "carol@elsewhere.example"));
-        assert!(m.blocked_account("Spam@junk.example"));
-        assert!(m.blocked_account("anyone@bad.example") && m.blocked_account("x@eu.bad.example"));
-        assert!(!m.blocked_account("anyone@notbad.example") && !m.blocked_account("bob"));
+        let masto = |h: &str| m.is_moderator(PlatformKind::Mastodon, h, None);
+        assert!(masto("Alice"));
+        assert!(masto("mod@other.example"));
+        assert!(!m.is_moderator(PlatformKind::Bluesky, "alice", None));
+        assert!(!masto("bob"));
+        // The bot's own server, under its web host and its account domain (Mastodon's
+        // WEB_DOMAIN and LOCAL_DOMAIN may differ): Mastodon writes its accounts without one.
+        let mut local = m
+            .clone()
+            .with_local_domains(["Social.Bots.Example".to_string(), "bots.example".to_string()]);
+        local.config.mastodon_moderators = vec!["carol@bots.example".into(), "dan".into()];
+        for who in [
+            "carol",
+            "@Carol@bots.example",
+            "carol@social.bots.example",
+            "dan@bots.example",
+            "Dan",
+        ] {
+            assert!(local.is_moderator(PlatformKind::Mastodon, who, None), "{who}");
+        }
+        assert!(!local.is_moderator(PlatformKind::Mastodon, "carol@elsewhere.example", None));
+        assert!(!local.is_moderator(PlatformKind::Mastodon, "dan@elsewhere.example", None));
+        let blocked = |h: &str| m.blocked_account(PlatformKind::Mastodon, h, None);
+        assert!(blocked("Spam@junk.example"));
+        assert!(blocked("anyone@bad.example") && blocked("x@eu.bad.example"));
+        assert!(!blocked("anyone@notbad.example") && !blocked("bob"));
         let domains = vec!["badnews.example".to_string()];
         assert!(domain_blocked(&domains, "https://www.badnews.example/a"));
         assert!(domain_blocked(&domains, "https://eu.badnews.example/a"));
         assert!(!domain_blocked(&domains, "https://goodbadnews.example/a"));
         assert!(!domain_blocked(&domains, "not a url"));
+        assert!(domain_blocked(&domains, "https://badnews.example./a"));
+        assert!(domain_blocked(&domains, "https://BADNEWS.example../a"));
+        let idn = vec!["Bücher.example.".to_string()];
+        assert!(domain_blocked(&idn, "https://xn--bcher-kva.example/a"));
+        assert!(domain_blocked(&idn, "https://news.bücher.example/a"));
     }
 
     #[test]
@@ -395,7 +527,7 @@ mod tests {
         let m = moderation();
         let why = |t: &Trigger| m.triage(t).map(|r| format!("{r:?}"));
         assert!(why(&hit("vote", "bob")).unwrap().contains("no longer watched"));
-        m.execute(PlatformKind::Mastodon, "alice", &Command::Watch("vote".into()))
+        m.execute(PlatformKind::Mastodon, "alice", None, &Command::Watch("vote".into()))
             .unwrap();
         let mut t = hit("vote", "bob");
         assert_eq!(why(&t), None);
@@ -408,9 +540,11 @@ mod tests {
         t.author.nobot = true;
         assert_eq!(m.triage(&t), Some(SkipReason::NoBot));
         assert_eq!(m.triage(&hit("vote", "x@bad.example")), Some(SkipReason::Blocked));
-        m.execute(PlatformKind::Mastodon, "alice", &Command::Pause).unwrap();
+        m.execute(PlatformKind::Mastodon, "alice", None, &Command::Pause)
+            .unwrap();
         assert!(why(&hit("vote", "bob")).unwrap().contains("paused"));
-        m.execute(PlatformKind::Mastodon, "alice", &Command::Resume).unwrap();
+        m.execute(PlatformKind::Mastodon, "alice", None, &Command::Resume)
+            .unwrap();
         // One reply per author per window; the same job again is free.
         let t = hit("vote", "bob");
         assert_eq!(m.admit_hit(&t, "j1", "bob").unwrap(), None);
@@ -425,15 +559,28 @@ mod tests {
         m.store.prune(&retention, Utc::now()).unwrap();
         assert!(m.admit_hit(&t, "j2", "bob").unwrap().is_some(), "pruned too early");
         assert_eq!(m.admit_hit(&t, "j3", "carol").unwrap(), None);
+        // A cap on watched tags: past it a watch is refused, a watched tag again is fine.
+        let mut capped = m.clone();
+        capped.config.max_watched_tags = 1;
+        let refused = capped
+            .execute(PlatformKind::Mastodon, "alice", None, &Command::Watch("other".into()))
+            .unwrap();
+        assert!(refused.starts_with("Not watching #other"), "{refused}");
+        assert_eq!(m.store.watches(PlatformKind::Mastodon).len(), 1);
+        capped
+            .execute(PlatformKind::Mastodon, "alice", None, &Command::Watch("vote".into()))
+            .unwrap();
         // Opt-out: stop silences the author, start restores them; both pass triage.
-        m.execute(PlatformKind::Mastodon, "carol", &Command::Stop).unwrap();
+        m.execute(PlatformKind::Mastodon, "carol", None, &Command::Stop)
+            .unwrap();
         assert_eq!(m.triage(&hit("vote", "carol")), Some(SkipReason::OptedOut));
         let mut start = hit("vote", "carol");
         start.cause = Cause::Command {
             command: Command::Start,
         };
         assert_eq!(m.triage(&start), None);
-        m.execute(PlatformKind::Mastodon, "carol", &Command::Start).unwrap();
+        m.execute(PlatformKind::Mastodon, "carol", None, &Command::Start)
+            .unwrap();
         assert_eq!(m.triage(&hit("vote", "carol")), None);
         // A non-moderator's moderator command is refused; their stop is not.
         let mut cmd = hit("vote", "bob");
@@ -443,5 +590,45 @@ mod tests {
         assert_eq!(m.triage(&cmd), Some(SkipReason::NotModerator));
         cmd.cause = Cause::Command { command: Command::Stop };
         assert_eq!(m.triage(&cmd), None);
+    }
+
+    /// On Bluesky rights and memory follow the DID: a moderator's old handle, taken by another
+    /// account, gives it nothing; a moderator who changed handle keeps the rights; an opt-out
+    /// survives a handle change; two accounts shown as `handle.invalid` are two people.
+    #[test]
+    fn bluesky_people_are_known_by_their_did() {
+        let config = ModerationConfig {
+            bluesky_moderators: vec!["alice.test".into(), "did:plc:dan".into()],
+            blocked_accounts: vec!["spammer.test".into(), "spam@junk.example".into()],
+            ..ModerationConfig::default()
+        };
+        assert_eq!(Moderation::bluesky_handles(&config), vec!["alice.test", "spammer.test"]);
+        let resolved = HashMap::from([
+            ("alice.test".to_string(), "did:plc:alice".to_string()),
+            ("spammer.test".to_string(), "did:plc:spam".to_string()),
+        ]);
+        let m = Moderation::new(config, Store::open_temporary().unwrap()).with_bluesky_dids(&resolved);
+        let b = PlatformKind::Bluesky;
+        assert!(m.is_moderator(b, "alice-renamed.test", Some("did:plc:alice")));
+        assert!(
+            !m.is_moderator(b, "alice.test", Some("did:plc:mallory")),
+            "the old handle's new holder"
+        );
+        assert!(!m.is_moderator(b, "alice.test", None), "no DID, no rights");
+        assert!(m.is_moderator(b, "whatever.test", Some("did:plc:dan")));
+        assert!(m.blocked_account(b, "renamed-spammer.test", Some("did:plc:spam")));
+        assert!(!m.blocked_account(b, "spammer.test", Some("did:plc:innocent")));
+        m.execute(b, "bob.test", Some("did:plc:bob"), &Command::Stop).unwrap();
+        assert!(m.opted_out(b, "bob-renamed.test", Some("did:plc:bob")));
+        assert!(!m.opted_out(b, "handle.invalid", Some("did:plc:eve")));
+        m.execute(b, "handle.invalid", Some("did:plc:carl"), &Command::Stop)
+            .unwrap();
+        assert!(
+            !m.opted_out(b, "handle.invalid", Some("did:plc:eve")),
+            "handle.invalid is nobody's key"
+        );
+        m.execute(b, "bob-renamed.test", Some("did:plc:bob"), &Command::Start)
+            .unwrap();
+        assert!(!m.opted_out(b, "bob-renamed.test", Some("did:plc:bob")));
     }
 }

@@ -172,7 +172,8 @@ async fn revise(
 fn insufficient(p: &Pipeline) -> Result<Draft, PipelineError> {
     Ok(Draft {
         outcome: Outcome::Insufficient,
-        text: p.prompts.render("reply_insufficient.j2", context! {})?,
+        // Withdrawn after the debate: evidence was found and quoted, it did not settle it.
+        text: p.prompts.render("reply_insufficient.j2", context! { found => true })?,
         urls: Vec::new(),
         verdict: None,
     })

@@ -53,6 +53,9 @@ pub struct Part<'a> {
     pub seq: u32,
     /// The checked post's language, where the platform records one.
     pub lang: Option<&'a str>,
+    /// The requester, as (handle, stable id) where the platform links mentions to an id (the
+    /// DID on Bluesky, as the notification gave it): the one mention a part may carry.
+    pub mention: Option<(&'a str, &'a str)>,
 }
 
 #[derive(Clone)]
@@ -95,6 +98,19 @@ impl Platform {
             Platform::DryRun(d) => d.resolve().await,
             #[cfg(test)]
             Platform::Double(d) => d.resolve(trigger),
+        }
+    }
+
+    /// Whether the trigger's target is still there, just before the first part is posted (a
+    /// post deleted while the reply was drafted is not answered). `musebot check` posts
+    /// nothing and looks at nothing again.
+    pub async fn recheck(&self, trigger: &Trigger) -> Result<(), PlatformError> {
+        match self {
+            Platform::Mastodon(m) => m.resolve(trigger).await.map(|_| ()),
+            Platform::Bluesky(b) => b.resolve(trigger).await.map(|_| ()),
+            Platform::DryRun(_) => Ok(()),
+            #[cfg(test)]
+            Platform::Double(d) => d.recheck(trigger),
         }
     }
 

@@ -242,13 +242,13 @@ impl Searcher {
 
     fn cached(&self, key: &str) -> Option<Vec<Hit>> {
         let store = self.store.as_ref()?;
-        let (at, hits): (DateTime<Utc>, Vec<Hit>) = store.cache_get("search", key)?;
+        let (at, hits): (DateTime<Utc>, Vec<Hit>) = store.cache_get_at("search", key)?;
         (Utc::now() - at < chrono::Duration::seconds(self.config.cache_ttl_secs as i64)).then_some(hits)
     }
 
     fn cache(&self, key: &str, hits: &[Hit]) {
         if let Some(store) = &self.store {
-            if let Err(e) = store.cache_put("search", key, &(Utc::now(), hits)) {
+            if let Err(e) = store.cache_put("search", key, &hits) {
                 tracing::warn!(error = %e, "search cache write failed");
             }
         }

@@ -11,6 +11,7 @@ mod prune;
 
 pub use prune::{Pruned, Retention};
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::model::{decode_job, id_less, Job, ReplyRecord, Status};
@@ -159,18 +160,28 @@ impl Store {
                 Ok(_) => {
                     self.pending.remove(&k)?;
                 }
-                Err(e) => tracing::error!(error = %e, "skipping unreadable job record"),
+                Err(e) => {
+                    // Said once, not at every sweep: out of the queue until the next start
+                    // (`repair_pending` indexes it again if a build can read it then).
+                    tracing::error!(job = %key, error = %e, "unreadable job record; left out of the queue until the next start");
+                    self.pending.remove(&k)?;
+                }
             }
         }
         out.sort_by_key(|j| j.created_at);
         Ok(out)
     }
 
+    /// Every readable job; an unreadable record is left out (logged at debug: the queue's
+    /// sweep has said so once), so one bad record does not hide the others.
     pub fn all_jobs(&self) -> Result<Vec<Job>, StoreError> {
         let mut out = Vec::new();
         for item in self.jobs.iter() {
             let (k, v) = item?;
-            out.push(decode(&String::from_utf8_lossy(&k), &v)?);
+            match decode(&String::from_utf8_lossy(&k), &v) {
+                Ok(job) => out.push(job),
+                Err(e) => tracing::debug!(error = %e, "unreadable job record left out"),
+            }
         }
         Ok(out)
     }
@@ -198,13 +209,29 @@ impl Store {
 
     /// A cached value (any JSON-serialisable type); `None` when absent or unreadable.
     pub fn cache_get<T: serde::de::DeserializeOwned>(&self, kind: &str, key: &str) -> Option<T> {
+        self.cache_get_at(kind, key).map(|(_, v)| v)
+    }
+
+    /// A cached value with the time it was stored.
+    pub fn cache_get_at<T: serde::de::DeserializeOwned>(&self, kind: &str, key: &str) -> Option<(DateTime<Utc>, T)> {
         let bytes = self.cache.get(format!("{kind}:{key}")).ok()??;
         serde_json::from_slice(&bytes).ok()
     }
 
-    /// Stores a cached value (not flushed: a cache may be lost in a crash).
+    /// Stores a cached value, stamped now (not flushed: a cache may be lost in a crash).
     pub fn cache_put<T: Serialize>(&self, kind: &str, key: &str, value: &T) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec(value).expect("cache value serialises");
+        self.cache_put_at(kind, key, Utc::now(), value)
+    }
+
+    /// Stores a cached value as `[stored_at, value]`, the one shape the prune reads.
+    pub fn cache_put_at<T: Serialize>(
+        &self,
+        kind: &str,
+        key: &str,
+        at: DateTime<Utc>,
+        value: &T,
+    ) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec(&(at, value)).expect("cache value serialises");
         self.cache.insert(format!("{kind}:{key}"), bytes)?;
         Ok(())
     }
@@ -229,6 +256,34 @@ impl Store {
         Ok(allowed)
     }
 
+    /// Charges job `job_id` to the sliding window `key` (`rate:…`): at most `limit` jobs in
+    /// any `window` (the entries older than `window` before `now` no longer count); `true` when
+    /// the job may go on. The same job again is free. Atomic and flushed, as [`Store::charge`].
+    pub fn charge_window(
+        &self,
+        key: &str,
+        job_id: &str,
+        limit: u32,
+        window: chrono::Duration,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        debug_assert!(key.starts_with("rate:"), "sliding windows live under rate:");
+        let mut allowed = false;
+        self.quota.update_and_fetch(key, |old| {
+            let mut jobs: Vec<(String, DateTime<Utc>)> =
+                old.and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+            jobs.retain(|(_, at)| now - *at < window);
+            let known = jobs.iter().any(|(j, _)| j == job_id);
+            allowed = known || jobs.len() < limit as usize;
+            if allowed && !known {
+                jobs.push((job_id.to_string(), now));
+            }
+            Some(serde_json::to_vec(&jobs).expect("job ids serialise"))
+        })?;
+        self.flush()?;
+        Ok(allowed)
+    }
+
     /// The jobs charged to counter `key`.
     pub fn charged(&self, key: &str) -> Vec<String> {
         self.quota
@@ -246,6 +301,20 @@ impl Store {
             jobs.retain(|j| j != job_id);
             Some(serde_json::to_vec(&jobs).expect("job ids serialise"))
         })?;
+        self.flush()
+    }
+
+    /// Takes job `job_id` off every counter whose key starts with `prefix` (the windows it was
+    /// charged to, whichever they were). Flushed.
+    pub fn uncharge_prefix(&self, prefix: &str, job_id: &str) -> Result<(), StoreError> {
+        let keys: Vec<sled::IVec> = self.quota.scan_prefix(prefix).keys().filter_map(Result::ok).collect();
+        for key in keys {
+            self.quota.update_and_fetch(&key, |old| {
+                let mut jobs: Vec<String> = old.and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+                jobs.retain(|j| j != job_id);
+                Some(serde_json::to_vec(&jobs).expect("job ids serialise"))
+            })?;
+        }
         self.flush()
     }
 
@@ -365,6 +434,41 @@ mod tests {
         let s = reopen(dir.path());
         assert!(!s.charge("q:bob:h1", "j4", 2).unwrap(), "a restart does not reset it");
         assert!(s.charge("q:bob:h1", "j2", 2).unwrap());
+    }
+
+    /// One unreadable record (a newer build's, a torn write) costs only itself: the queue
+    /// leaves it out once (not at every sweep), the admin page's list still shows the rest, and
+    /// a restart indexes it again only if it can be read then.
+    #[test]
+    fn an_unreadable_job_costs_only_itself() {
+        let s = Store::open_temporary().unwrap();
+        let good = Job::new(crate::model::Trigger::test_mention("1"));
+        s.enqueue(&good, None).unwrap();
+        s.jobs.insert("bad", &b"{not json"[..]).unwrap();
+        s.pending.insert("bad", &[]).unwrap();
+        assert_eq!(s.pending_jobs().unwrap().len(), 1);
+        assert!(!s.pending.contains_key("bad").unwrap(), "left out of the queue");
+        assert_eq!(s.pending_jobs().unwrap().len(), 1);
+        assert_eq!(s.all_jobs().unwrap().len(), 1, "the others are still listed");
+        assert_eq!(s.repair_pending().unwrap(), 0);
+        assert!(!s.pending.contains_key("bad").unwrap());
+    }
+
+    /// A hashtag slot is released from the window it was taken in, whichever window it is
+    /// when the hit ends (yesterday's day, an earlier author window).
+    #[test]
+    fn a_slot_is_released_in_the_window_it_was_taken() {
+        let s = Store::open_temporary().unwrap();
+        assert!(s.charge("tagday:mastodon:moon:2026113000", "j", 20).unwrap());
+        assert!(s.charge("tagday:mastodon:moon:2026113000", "k", 20).unwrap());
+        assert!(s.charge("tagday:mastodon:moonlight:2026113000", "j", 20).unwrap());
+        s.uncharge_prefix("tagday:mastodon:moon:", "j").unwrap();
+        assert_eq!(s.charged("tagday:mastodon:moon:2026113000"), vec!["k".to_string()]);
+        assert_eq!(
+            s.charged("tagday:mastodon:moonlight:2026113000"),
+            vec!["j".to_string()],
+            "another tag"
+        );
     }
 
     #[test]

@@ -6,12 +6,42 @@
 use super::{Store, StoreError};
 use crate::model::{Job, OptOut, PlatformKind, ReviewDecision, TagWatch};
 
+/// The schema of the `moderation` tree's records (watches, opt-outs, decisions, spend),
+/// written into every record as jobs carry theirs. A record without one is schema 1; one of a
+/// newer schema (a later build's) is not read: a watch or an opt-out of it is left alone, a
+/// decision of it keeps its draft held, a spend of it counts from zero — and it is logged.
+pub const MODERATION_SCHEMA: u64 = 1;
+
+fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut v = serde_json::to_value(value).expect("moderation record serialises");
+    if let Some(o) = v.as_object_mut() {
+        o.insert("schema".into(), MODERATION_SCHEMA.into());
+    }
+    serde_json::to_vec(&v).expect("moderation record serialises")
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    let mut v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let schema = v.get("schema").and_then(serde_json::Value::as_u64).unwrap_or(1);
+    if schema > MODERATION_SCHEMA {
+        tracing::warn!(
+            schema,
+            "a moderation record of a newer build is not read; upgrade musebot to use it"
+        );
+        return None;
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.remove("schema");
+    }
+    serde_json::from_value(v).ok()
+}
+
 impl Store {
     /// Starts (or replaces) a watch; `false` when the tag was already watched (the policy and
     /// start time are then kept).
     pub fn watch(&self, w: &TagWatch) -> Result<bool, StoreError> {
         let key = format!("watch:{}:{}", w.platform.as_str(), w.tag);
-        let bytes = serde_json::to_vec(w).expect("watch serialises");
+        let bytes = encode(w);
         let new = self
             .moderation
             .compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(bytes))?
@@ -40,7 +70,7 @@ impl Store {
             .scan_prefix(format!("watch:{}:", platform.as_str()))
             .values()
             .filter_map(Result::ok)
-            .filter_map(|v| serde_json::from_slice(&v).ok())
+            .filter_map(|v| decode(&v))
             .collect()
     }
 
@@ -49,7 +79,7 @@ impl Store {
             .get(format!("watch:{}:{tag}", platform.as_str()))
             .ok()
             .flatten()
-            .and_then(|v| serde_json::from_slice(&v).ok())
+            .and_then(|v| decode(&v))
     }
 
     /// Pauses (`true`) or resumes hashtag auto-replies on `platform`; `false` when nothing
@@ -75,10 +105,7 @@ impl Store {
     pub fn set_opt_out(&self, platform: PlatformKind, handle: &str, out: Option<&OptOut>) -> Result<bool, StoreError> {
         let key = format!("optout:{}:{}", platform.as_str(), handle.to_lowercase());
         let changed = match out {
-            Some(o) => self
-                .moderation
-                .insert(key, serde_json::to_vec(o).expect("opt-out serialises"))?
-                .is_none(),
+            Some(o) => self.moderation.insert(key, encode(o))?.is_none(),
             None => self.moderation.remove(key)?.is_some(),
         };
         self.flush()?;
@@ -94,7 +121,7 @@ impl Store {
     /// Records a moderator's decision on a held draft; `false` when one was already taken
     /// (the first decision stands).
     pub fn decide(&self, job_id: &str, d: &ReviewDecision) -> Result<bool, StoreError> {
-        let bytes = serde_json::to_vec(d).expect("decision serialises");
+        let bytes = encode(d);
         let first = self
             .moderation
             .compare_and_swap(format!("review:{job_id}"), None as Option<&[u8]>, Some(bytes))?
@@ -108,7 +135,7 @@ impl Store {
             .get(format!("review:{job_id}"))
             .ok()
             .flatten()
-            .and_then(|v| serde_json::from_slice(&v).ok())
+            .and_then(|v| decode(&v))
     }
 
     /// Drafts held for review and not yet decided, oldest first.
@@ -133,12 +160,12 @@ impl Store {
     ) -> Result<crate::model::Spend, StoreError> {
         let mut total = crate::model::Spend::default();
         self.quota.update_and_fetch(key, |old| {
-            let mut s: crate::model::Spend = old.and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+            let mut s: crate::model::Spend = old.and_then(decode).unwrap_or_default();
             s.prompt_tokens += prompt;
             s.completion_tokens += completion;
             s.cost += cost;
             total = s;
-            Some(serde_json::to_vec(&s).expect("spend serialises"))
+            Some(encode(&s))
         })?;
         Ok(total)
     }
@@ -148,7 +175,7 @@ impl Store {
             .get(key)
             .ok()
             .flatten()
-            .and_then(|b| serde_json::from_slice(&b).ok())
+            .and_then(|b| decode(&b))
             .unwrap_or_default()
     }
 
@@ -158,7 +185,7 @@ impl Store {
             .scan_prefix("optout:")
             .values()
             .filter_map(Result::ok)
-            .filter_map(|v| serde_json::from_slice(&v).ok())
+            .filter_map(|v| decode(&v))
             .collect()
     }
 }
@@ -208,5 +235,42 @@ mod tests {
         assert!(s.unwatch(m, "election").unwrap());
         assert!(!s.unwatch(m, "election").unwrap());
         assert!(s.set_paused(m, false).unwrap());
+    }
+
+    #[test]
+    fn records_carry_their_schema_and_newer_ones_are_not_read() {
+        let s = Store::open_temporary().unwrap();
+        let m = PlatformKind::Mastodon;
+        let w = TagWatch {
+            platform: m,
+            tag: "vote".into(),
+            policy: Default::default(),
+            by: "alice".into(),
+            since: chrono::Utc::now(),
+        };
+        s.watch(&w).unwrap();
+        let raw = s.moderation.scan_prefix("watch:").values().next().unwrap().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+        assert_eq!(v["schema"], 1, "{v}");
+        assert_eq!(s.watches(m), vec![w.clone()]);
+        // An older build's record (no schema) is read; a newer one is not.
+        let key = String::from_utf8(
+            s.moderation
+                .scan_prefix("watch:")
+                .keys()
+                .next()
+                .unwrap()
+                .unwrap()
+                .to_vec(),
+        )
+        .unwrap();
+        let mut old = v.clone();
+        old.as_object_mut().unwrap().remove("schema");
+        s.moderation.insert(&key, serde_json::to_vec(&old).unwrap()).unwrap();
+        assert_eq!(s.watches(m).len(), 1);
+        let mut newer = v;
+        newer["schema"] = 2.into();
+        s.moderation.insert(&key, serde_json::to_vec(&newer).unwrap()).unwrap();
+        assert!(s.watches(m).is_empty());
     }
 }

@@ -75,7 +75,18 @@ impl Store {
             }
         }
         for item in self.quota.iter() {
-            let (k, _) = item?;
+            let (k, v) = item?;
+            if k.starts_with(b"rate:") {
+                // A sliding window: kept while its newest entry is within the retention.
+                let newest = serde_json::from_slice::<Vec<(String, DateTime<Utc>)>>(&v)
+                    .ok()
+                    .and_then(|jobs| jobs.iter().map(|(_, at)| *at).max());
+                if newest.is_none_or(|at| now - at > retention.quota) {
+                    self.quota.remove(&k)?;
+                    out.quota += 1;
+                }
+                continue;
+            }
             // `checks:<who>:<YYYYMMDDHH>` and `notice:<who>:<YYYYMMDDHH>`; a key without a
             // window is a counter of an older build, no longer read.
             let key = String::from_utf8_lossy(&k);
@@ -137,10 +148,11 @@ mod tests {
                 at,
             };
             s.record_reply(&format!("mastodon:{i}"), &record).unwrap();
-            s.cache_put(
+            s.cache_put_at(
                 "search",
                 &format!("q{i}"),
-                &(if i < 1800 { old } else { now }, vec!["hit"; 20]),
+                if i < 1800 { old } else { now },
+                &vec!["hit"; 20],
             )
             .unwrap();
         }
@@ -170,5 +182,60 @@ mod tests {
         assert!(s.charge(&format!("checks:mastodon:bob:{}", hour(now)), "j", 5).unwrap());
         // A second pass finds nothing more.
         assert_eq!(s.prune(&retention, now).unwrap(), Pruned::default());
+    }
+
+    #[test]
+    fn a_sliding_window_counts_the_last_hour_not_the_clock_hour() {
+        let s = Store::open_temporary().unwrap();
+        let hour = chrono::Duration::hours(1);
+        let t0 = DateTime::parse_from_rfc3339("2026-12-01T10:59:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        for j in 0..3 {
+            assert!(s.charge_window("rate:checks:x", &format!("a{j}"), 3, hour, t0).unwrap());
+        }
+        // Two minutes later, across the clock hour: still the same hour's three.
+        let t1 = t0 + chrono::Duration::minutes(2);
+        assert!(!s.charge_window("rate:checks:x", "b0", 3, hour, t1).unwrap());
+        assert!(
+            s.charge_window("rate:checks:x", "a1", 3, hour, t1).unwrap(),
+            "a charged job again is free"
+        );
+        // An hour after the first three, their slots are free.
+        let t2 = t0 + hour;
+        assert!(s.charge_window("rate:checks:x", "b0", 3, hour, t2).unwrap());
+        let retention = Retention {
+            jobs: chrono::Duration::days(30),
+            cache: chrono::Duration::days(1),
+            quota: chrono::Duration::days(2),
+        };
+        assert_eq!(s.prune(&retention, t2).unwrap().quota, 0, "a live window is kept");
+        assert_eq!(s.prune(&retention, t2 + chrono::Duration::days(3)).unwrap().quota, 1);
+    }
+
+    /// Every kind of cache entry is written in the shape the prune reads: an image's reading
+    /// (a struct, not a pair) stored now survives the hourly prune and is read back.
+    #[test]
+    fn cached_image_readings_survive_the_prune() {
+        let s = Store::open_temporary().unwrap();
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct Reading {
+            ocr: String,
+        }
+        let reading = Reading { ocr: "text".into() };
+        s.cache_put("image", "sha", &reading).unwrap();
+        let retention = Retention {
+            jobs: chrono::Duration::days(30),
+            cache: chrono::Duration::days(1),
+            quota: chrono::Duration::days(2),
+        };
+        assert_eq!(s.prune(&retention, Utc::now()).unwrap().cache, 0);
+        assert_eq!(s.cache_get::<Reading>("image", "sha"), Some(reading));
+        let later = Utc::now() + chrono::Duration::days(2);
+        assert_eq!(
+            s.prune(&retention, later).unwrap().cache,
+            1,
+            "and expires after its TTL"
+        );
     }
 }

@@ -4,25 +4,29 @@
 //! [`dispatch`]; `musebot check` runs the same loop on a platform that never posts.
 
 mod dispatch;
+mod post;
 mod resolve;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_trust;
 
 pub use dispatch::{dispatch, SWEEP_EVERY};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
 use tracing::Instrument;
 
 use crate::compose;
 use crate::config::{LimitsConfig, PrivacyConfig, ReplyConfig};
 use crate::metrics::SharedMetrics;
 use crate::model::{
-    Job, Outcome, Plan, ReplyRecord, Retrieval, SkipReason, Stage, StageRecord, Status, Usage, Verification, Visibility,
+    Job, Outcome, Plan, Post, Retrieval, SkipReason, Stage, StageRecord, Status, Usage, Verification, Visibility,
 };
 use crate::pipeline::Pipeline;
-use crate::platform::{Platform, PlatformError, Platforms};
+use crate::platform::{Platform, Platforms};
 use crate::prompts::Prompts;
 use crate::store::{Store, StoreError};
 
@@ -125,28 +129,54 @@ impl Run<'_> {
         }
         while let Some(stage) = job.next_stage() {
             let started = Instant::now();
-            let result = self
-                .stage(&mut job, stage)
-                .instrument(tracing::info_span!("stage", stage = stage.as_str()))
-                .await;
+            // A panic in a stage (a bug met by some input) costs an attempt, like a transient
+            // error: the job is saved with its backoff and released, never left in flight.
+            let before = job.clone();
+            let (result, usage) = crate::llm::metered(
+                std::panic::AssertUnwindSafe(
+                    self.stage(&mut job, stage)
+                        .instrument(tracing::info_span!("stage", stage = stage.as_str())),
+                )
+                .catch_unwind(),
+            )
+            .await;
+            let result = result.unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                self.worker.metrics.error("panic");
+                tracing::error!(stage = stage.as_str(), panic = %what, "stage panicked; the job will be retried");
+                // What the stage left half-done is not trusted: the job goes on from what was
+                // saved last (its checkpoints included), plus this attempt.
+                job = match self.worker.store.job(&before.id) {
+                    Ok(Some(saved)) => saved,
+                    _ => before.clone(),
+                };
+                Err(StageError::Transient(format!(
+                    "stage {} panicked: {what}",
+                    stage.as_str()
+                )))
+            });
             let seconds = started.elapsed().as_secs_f64();
             self.worker.metrics.stage(stage.as_str(), seconds);
             job.updated_at = chrono::Utc::now();
+            // Every LLM answer is spent, whether the stage then succeeded, failed or panicked.
+            self.spend(stage, usage);
             match result {
-                Ok(StageOutcome::Next(usage)) => {
-                    let budget = &self.worker.moderation.budget;
-                    match budget.record(usage) {
-                        Ok(spend) => self.worker.metrics.set_budget(
-                            spend.prompt_tokens + spend.completion_tokens,
-                            spend.cost,
-                            budget.used(),
-                            budget.state().as_str(),
-                        ),
-                        Err(e) => tracing::warn!(error = %e, "the day's spend could not be recorded"),
-                    }
-                    self.worker
-                        .metrics
-                        .tokens(stage.as_str(), usage.prompt_tokens, usage.completion_tokens);
+                Ok(StageOutcome::Next(reported)) => {
+                    // Calls outside the stage's task escape the meter; what the stage reports
+                    // beyond it is spent too.
+                    let missed = Usage {
+                        prompt_tokens: reported.prompt_tokens.saturating_sub(usage.prompt_tokens),
+                        completion_tokens: reported.completion_tokens.saturating_sub(usage.completion_tokens),
+                    };
+                    self.spend(stage, missed);
+                    let usage = Usage {
+                        prompt_tokens: usage.prompt_tokens + missed.prompt_tokens,
+                        completion_tokens: usage.completion_tokens + missed.completion_tokens,
+                    };
                     job.trace.push(StageRecord {
                         stage,
                         millis: (seconds * 1000.0) as u64,
@@ -218,6 +248,26 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Adds a stage's LLM tokens to the day's budget and the metrics.
+    fn spend(&self, stage: Stage, usage: Usage) {
+        if usage == Usage::default() {
+            return;
+        }
+        let budget = &self.worker.moderation.budget;
+        match budget.record(usage) {
+            Ok(spend) => self.worker.metrics.set_budget(
+                spend.prompt_tokens + spend.completion_tokens,
+                spend.cost,
+                budget.used(),
+                budget.state().as_str(),
+            ),
+            Err(e) => tracing::warn!(error = %e, "the day's spend could not be recorded"),
+        }
+        self.worker
+            .metrics
+            .tokens(stage.as_str(), usage.prompt_tokens, usage.completion_tokens);
     }
 
     async fn stage(&self, job: &mut Job, stage: Stage) -> Result<StageOutcome, StageError> {
@@ -312,7 +362,7 @@ impl Run<'_> {
         // withdrawn it): nobody asked, so no notice; its tag's and author's slots are freed.
         let outcome = job.draft.as_ref().map(|d| d.outcome);
         if is_hit(job) && outcome != Some(Outcome::Reply) {
-            let author = job.target.as_ref().map(|t| t.author.clone()).unwrap_or_default();
+            let author = job.target.as_ref().map(Post::author_key).unwrap_or_default();
             self.worker.moderation.release_hit(&job.trigger, &job.id, &author)?;
             let what = outcome.map_or("nothing", Outcome::as_str);
             return Ok(StageOutcome::Skip(SkipReason::Policy(format!(
@@ -376,208 +426,44 @@ impl Run<'_> {
             .draft
             .as_ref()
             .is_some_and(|d| matches!(d.outcome, Outcome::NotPublic | Outcome::Acknowledged));
-        if private_notice || !target.visibility.is_public() {
+        let quote_private = target.quote.as_ref().is_some_and(|q| !q.visibility.is_public());
+        let widest = self
+            .worker
+            .reply
+            .visibility
+            .max(target.visibility)
+            .max(job.trigger.visibility);
+        // A followers-only reply reaches the bot's followers, not the asker's: whatever is
+        // not public or unlisted is a direct message to the requester.
+        if private_notice || !target.visibility.is_public() || quote_private || !widest.is_public() {
             Visibility::Direct
         } else {
-            self.worker
-                .reply
-                .visibility
-                .max(target.visibility)
-                .max(job.trigger.visibility)
+            widest
         }
     }
 
-    /// The draft as thread parts under `limits`: rules enforced, the requester's handle first
+    /// The draft as thread parts under `limits`: rules enforced (no mention in the body), the
+    /// requester's handle first, the only mention
     /// (no handle when nobody asked: a hashtag hit, a moderator's flag). In a reply only the
     /// mentioned can read (private, direct), every part carries the handle: a part without it
     /// would be visible to nobody.
     fn thread(&self, job: &Job, limits: compose::TextLimits) -> Vec<String> {
-        let target = job.target.as_ref().expect("compose runs after resolve");
         let draft = job.draft.as_ref().expect("compose runs after draft");
-        let mut allowed = vec![target.author.clone()];
         let lead = match job.trigger.requester() {
-            Some(r) => {
-                allowed.insert(0, r.handle.clone());
-                format!("{} ", self.platform.handle(&r.handle))
-            }
+            Some(r) => format!("{} ", self.platform.handle(&r.handle)),
             None => String::new(),
         };
         if self.visibility(job).is_public() || lead.is_empty() {
-            return compose::compose(draft, &lead, &allowed, limits, &self.worker.reply);
+            return compose::compose(draft, &lead, limits, &self.worker.reply);
         }
         let inner = compose::TextLimits {
             max_chars: limits.max_chars.saturating_sub(compose::weighted_len(&lead, limits)),
             ..limits
         };
-        compose::compose(draft, "", &allowed, inner, &self.worker.reply)
+        compose::compose(draft, "", inner, &self.worker.reply)
             .into_iter()
             .map(|part| format!("{lead}{part}"))
             .collect()
-    }
-
-    /// The server refused part `i` as too long: split again counting text as written (once).
-    /// Before anything is posted the whole thread is re-split; later, the unposted rest
-    /// (unnumbered, within what is left of `reply.max_parts`).
-    fn resplit(&self, job: &mut Job, i: usize, error: String) -> Result<(), StageError> {
-        let plan = job.plan.as_mut().expect("post runs after compose");
-        if plan.as_written {
-            return Err(StageError::Fatal(error));
-        }
-        tracing::warn!(
-            error,
-            part = i,
-            "the server counts length differently; re-splitting with URLs as written"
-        );
-        let limits = self.platform.limits().as_written();
-        plan.as_written = true;
-        if i == 0 {
-            let parts = self.thread(job, limits);
-            job.plan.as_mut().expect("plan").parts = parts;
-        } else {
-            let rest = compose::resplit_rest(&plan.parts[i..], limits, self.worker.reply.max_parts.saturating_sub(i));
-            plan.parts.splice(i.., rest);
-        }
-        // Saved before the next post: the new parts get their own Idempotency-Keys.
-        self.worker.store.save(job)?;
-        Ok(())
-    }
-
-    async fn post(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
-        if job.posted.is_empty() {
-            // A pause, an unwatch or an opt-out since the job was queued (or held) wins.
-            if let Some(reason) = self.no_longer_wanted(job) {
-                return Ok(StageOutcome::Skip(reason));
-            }
-            if is_hit(job) {
-                if let Some(earlier) = self.worker.store.reply_for(&job.target_key(&target_id(job)))? {
-                    if earlier.job_id != job.id {
-                        return Ok(StageOutcome::Skip(SkipReason::Policy("already answered".into())));
-                    }
-                }
-            }
-            self.point_to_an_answer_given_meanwhile(job)?;
-        }
-        loop {
-            let plan = job.plan.clone().expect("post runs after compose");
-            let i = job.posted.len();
-            let Some(part) = plan.parts.get(i) else { break };
-            let reply_to = if i == 0 {
-                plan.reply_to.clone()
-            } else {
-                job.posted[i - 1].clone()
-            };
-            // Re-split parts carry other text, so other keys than the refused originals.
-            let key = format!("musebot-{}-{}{}", job.id, i, if plan.as_written { "w" } else { "" });
-            let lang = job.target.as_ref().and_then(|t| t.language.as_deref());
-            let request = crate::platform::Part {
-                text: part,
-                reply_to: &reply_to,
-                visibility: plan.visibility,
-                key: &key,
-                created: job.created_at,
-                seq: 2 * i as u32 + u32::from(plan.as_written),
-                lang,
-            };
-            match self.platform.post(&request).await {
-                Ok((id, url)) => {
-                    if i == 0 {
-                        job.first_url = url;
-                    }
-                    job.posted.push(id);
-                    // Persist each part before the next: a crash re-sends at most this one,
-                    // and its Idempotency-Key makes the server return the same post.
-                    self.worker.store.save(job)?;
-                    if i == 0 {
-                        // Claimed at once: a job about the same post that reaches its first
-                        // post later points to this reply instead of answering again.
-                        self.record_reply(job)?;
-                    }
-                }
-                Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
-                Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
-                Err(PlatformError::TooLong(e)) => self.resplit(job, i, e)?,
-                Err(PlatformError::Fatal(e)) => return Err(StageError::Fatal(e)),
-                Err(PlatformError::RateLimited { until, message }) => {
-                    return Err(StageError::Parked { until, message });
-                }
-            }
-        }
-        self.record_reply(job)?;
-        Ok(StageOutcome::Next(Usage::default()))
-    }
-
-    /// Why a job queued earlier should not go on now (paused, unwatched, opted out, blocked),
-    /// if it should not. Commands always go on.
-    pub(super) fn no_longer_wanted(&self, job: &Job) -> Option<SkipReason> {
-        if matches!(job.trigger.cause, crate::model::Cause::Command { .. }) {
-            return None;
-        }
-        let m = &self.worker.moderation;
-        if let Some(reason) = m.triage(&job.trigger) {
-            return Some(reason);
-        }
-        let author = job.target.as_ref().map(|t| t.author.as_str())?;
-        if m.blocked_account(author) {
-            return Some(SkipReason::Blocked);
-        }
-        m.opted_out(job.trigger.platform, author)
-            .then_some(SkipReason::OptedOut)
-    }
-
-    /// Another job answered the same post while this one drafted (two mentions in flight):
-    /// point to that answer instead of posting a second one.
-    fn point_to_an_answer_given_meanwhile(&self, job: &mut Job) -> Result<(), StageError> {
-        let is_reply = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply);
-        if job.plan.is_none() || !is_reply {
-            return Ok(());
-        }
-        let Some(earlier) = self
-            .worker
-            .store
-            .reply_for(&job.target_key(&target_id(job)))?
-            .filter(|r| r.job_id != job.id)
-        else {
-            return Ok(());
-        };
-        tracing::info!(earlier = %earlier.job_id, "the post was answered meanwhile; pointing to that reply");
-        let url = earlier.first_url.unwrap_or_default();
-        let ctx = minijinja::context! { url => url.clone() };
-        self.notice(
-            job,
-            Outcome::AlreadyAnswered,
-            "notice_already_answered.j2",
-            ctx,
-            vec![url],
-        )?;
-        let parts = self.thread(job, self.platform.limits());
-        let target = job.target.as_ref().expect("post runs after resolve");
-        job.plan = Some(Plan {
-            reply_to: self.platform.reply_anchor(&job.trigger, target),
-            visibility: self.visibility(job),
-            parts,
-            as_written: false,
-        });
-        self.worker.store.save(job)?;
-        Ok(())
-    }
-
-    /// Records a posted public reply for its target, so a later ask about the target gets a
-    /// pointer to it. Not for notices, and not for replies others cannot read. Idempotent.
-    fn record_reply(&self, job: &Job) -> Result<(), StoreError> {
-        let Some(plan) = &job.plan else { return Ok(()) };
-        let is_reply = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply);
-        if is_reply && plan.visibility.is_public() {
-            let record = ReplyRecord {
-                job_id: job.id.clone(),
-                reply_ids: job.posted.clone(),
-                first_url: job.first_url.clone(),
-                at: Some(chrono::Utc::now()),
-            };
-            self.worker
-                .store
-                .record_reply(&job.target_key(&target_id(job)), &record)?;
-        }
-        Ok(())
     }
 }
 

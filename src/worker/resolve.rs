@@ -24,6 +24,14 @@ impl Run<'_> {
         if let Some(reason) = self.worker.moderation.triage(&job.trigger) {
             return Ok(StageOutcome::Skip(reason));
         }
+        // A hit whose tag's day or author's window is already spent costs no request.
+        if is_hit(job) {
+            let author = job.trigger.author.key();
+            if let Some(reason) = self.worker.moderation.hit_refused(&job.trigger, &job.id, &author) {
+                tracing::info!(why = ?reason, "the tag's policy declines this post before reading it");
+                return Ok(StageOutcome::Skip(reason));
+            }
+        }
         let target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
             Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
@@ -40,9 +48,14 @@ impl Run<'_> {
         if is_hit(job) {
             return self.admit_hit(job, target);
         }
-        if !target.visibility.is_public() && !self.worker.privacy.check_non_public {
+        // A quoted post is judged like the target: its text would reach the same parties.
+        let visibility = target
+            .quote
+            .as_ref()
+            .map_or(target.visibility, |q| q.visibility.max(target.visibility));
+        if !visibility.is_public() && !self.worker.privacy.check_non_public {
             tracing::info!(
-                visibility = target.visibility.as_str(),
+                visibility = visibility.as_str(),
                 "target is not public; telling the requester"
             );
             return self.notice(job, Outcome::NotPublic, "notice_not_public.j2", context! {}, Vec::new());
@@ -80,10 +93,11 @@ impl Run<'_> {
             return Some(SkipReason::NoBot);
         }
         let moderation = &self.worker.moderation;
-        if moderation.blocked_account(&target.author) {
+        let (platform, id) = (job.trigger.platform, target.author_id.as_deref());
+        if moderation.blocked_account(platform, &target.author, id) {
             return Some(SkipReason::Blocked);
         }
-        if moderation.opted_out(job.trigger.platform, &target.author) {
+        if moderation.opted_out(platform, &target.author, id) {
             tracing::info!(author = %target.author, "the post's author opted out");
             return Some(SkipReason::OptedOut);
         }
@@ -106,7 +120,7 @@ impl Run<'_> {
                 let Some(requester) = job.trigger.requester().cloned() else {
                     return skip("the day's budget is spent");
                 };
-                let key = Budget::notice_key(job.trigger.platform.as_str(), &requester.handle);
+                let key = Budget::notice_key(job.trigger.platform.as_str(), &requester.key());
                 if !self.worker.store.set_once(&key)? {
                     return skip("the day's budget is spent; the requester was told");
                 }
@@ -125,7 +139,8 @@ impl Run<'_> {
     /// A hashtag hit goes on only about a public post not answered yet, within the tag's day
     /// and the author's window (charged here, once per job).
     fn admit_hit(&self, job: &mut Job, target: Post) -> Result<StageOutcome, StageError> {
-        if !target.visibility.is_public() {
+        let quote_private = target.quote.as_ref().is_some_and(|q| !q.visibility.is_public());
+        if !target.visibility.is_public() || quote_private {
             return Ok(StageOutcome::Skip(SkipReason::Policy("not public".into())));
         }
         if self.worker.store.reply_for(&job.target_key(&target.id))?.is_some() {
@@ -134,7 +149,7 @@ impl Run<'_> {
         if let Some(reason) = self
             .worker
             .moderation
-            .admit_hit(&job.trigger, &job.id, &target.author)?
+            .admit_hit(&job.trigger, &job.id, &target.author_key())?
         {
             tracing::info!(why = ?reason, "the tag's policy declines this post");
             return Ok(StageOutcome::Skip(reason));
@@ -165,6 +180,7 @@ impl Run<'_> {
                             is_bot: false,
                             is_self: false,
                             nobot: false,
+                            id: t.author.id.clone(),
                         },
                         visibility: post.visibility,
                         created_at: t.created_at,
@@ -180,7 +196,12 @@ impl Run<'_> {
                     vec![url.clone()],
                 ),
             },
-            other => (self.worker.moderation.execute(t.platform, &by, other)?, Vec::new()),
+            other => (
+                self.worker
+                    .moderation
+                    .execute(t.platform, &by, t.author.id.as_deref(), other)?,
+                Vec::new(),
+            ),
         };
         job.draft = Some(Draft {
             outcome: Outcome::Acknowledged,
@@ -192,24 +213,25 @@ impl Run<'_> {
         Ok(StageOutcome::Next(Usage::default()))
     }
 
-    /// Charges the requester's hourly quota; `Some` (a notice, or silence) when it is spent.
+    /// Charges the requester's quota (`per_hour` in any sliding hour); `Some` (a notice, once a
+    /// clock hour, or silence) when it is spent.
     /// A trigger nobody asked for has no requester and no quota.
     fn charge_quota(&self, job: &mut Job) -> Result<Option<Result<StageOutcome, StageError>>, StageError> {
         let Some(requester) = job.trigger.requester() else {
             return Ok(None);
         };
         let per_hour = self.worker.limits.checks_per_requester_per_hour;
-        let who = format!(
-            "{}:{}",
-            job.trigger.platform.as_str(),
-            requester.handle.to_ascii_lowercase()
-        );
-        let window = chrono::Utc::now().format("%Y%m%d%H");
-        if self
-            .worker
-            .store
-            .charge(&format!("checks:{who}:{window}"), &job.id, per_hour)?
-        {
+        let who = format!("{}:{}", job.trigger.platform.as_str(), requester.key());
+        // A sliding hour: a flood across the clock hour still gets `per_hour`.
+        let now = chrono::Utc::now();
+        let window = now.format("%Y%m%d%H");
+        if self.worker.store.charge_window(
+            &format!("rate:checks:{who}"),
+            &job.id,
+            per_hour,
+            chrono::Duration::hours(1),
+            now,
+        )? {
             return Ok(None);
         }
         if !self.worker.store.set_once(&format!("notice:{who}:{window}"))? {

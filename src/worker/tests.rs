@@ -12,19 +12,20 @@ use crate::config::{Config, PipelineMode};
 use crate::metrics::Metrics;
 use crate::model::{Account, Cause, Post, Trigger, Visibility};
 use crate::platform::double::{Call, Double};
+use crate::platform::PlatformError;
 use crate::test_llm::{Script, ScriptedLlm};
 
 /// A verdict long enough to need three parts under 120 characters.
-const VERDICT: &str = "This post is false. The Moon is made of rock, as the Apollo samples showed in 1969 and every mission since then has confirmed again, and no cheese has ever been found on it by anyone.";
+pub(super) const VERDICT: &str = "This post is false. The Moon is made of rock, as the Apollo samples showed in 1969 and every mission since then has confirmed again, and no cheese has ever been found on it by anyone.";
 
-struct Bench {
-    worker: Worker,
-    double: Arc<Double>,
-    llm: ScriptedLlm,
+pub(super) struct Bench {
+    pub(super) worker: Worker,
+    pub(super) double: Arc<Double>,
+    pub(super) llm: ScriptedLlm,
     _dir: tempfile::TempDir,
 }
 
-async fn bench(script: Script) -> Bench {
+pub(super) async fn bench(script: Script) -> Bench {
     let llm = ScriptedLlm::start(script).await;
     let mut config = Config::default();
     config.daemon.pipeline = PipelineMode::Baseline;
@@ -64,7 +65,7 @@ async fn bench(script: Script) -> Bench {
     }
 }
 
-fn mention(id: &str) -> Trigger {
+pub(super) fn mention(id: &str) -> Trigger {
     Trigger {
         in_reply_to_id: Some("100".into()),
         author: Account {
@@ -77,12 +78,13 @@ fn mention(id: &str) -> Trigger {
 }
 
 /// A post on #moon, which a moderator watches: carol's post "100" itself, not a reply.
-fn watched_hit(b: &Bench, id: &str) -> Trigger {
+pub(super) fn watched_hit(b: &Bench, id: &str) -> Trigger {
     b.worker
         .moderation
         .execute(
             crate::model::PlatformKind::Mastodon,
             "moderator",
+            None,
             &crate::model::Command::Watch("moon".into()),
         )
         .unwrap();
@@ -96,7 +98,7 @@ fn watched_hit(b: &Bench, id: &str) -> Trigger {
 
 impl Bench {
     /// A post by `author` with id `pid`, and a new job for bob's mention `event` replying to it.
-    fn ask_about(&self, event: &str, pid: &str, author: &str, text: &str, visibility: Visibility) -> String {
+    pub(super) fn ask_about(&self, event: &str, pid: &str, author: &str, text: &str, visibility: Visibility) -> String {
         self.double
             .add_post(Post::text_only(pid, author, text, chrono::Utc::now(), visibility));
         let mut t = mention(event);
@@ -104,14 +106,14 @@ impl Bench {
         self.add(t)
     }
 
-    fn add(&self, trigger: Trigger) -> String {
+    pub(super) fn add(&self, trigger: Trigger) -> String {
         let job = Job::new(trigger);
         self.worker.store.save(&job).unwrap();
         job.id
     }
 
     /// Runs the job as the dispatcher would once it is due (a retry's wait is skipped).
-    async fn run(&self, id: &str) -> Job {
+    pub(super) async fn run(&self, id: &str) -> Job {
         let mut job = self.worker.store.job(id).unwrap().unwrap();
         job.retry_at = None;
         self.worker.store.save(&job).unwrap();
@@ -119,11 +121,11 @@ impl Bench {
         self.worker.store.job(id).unwrap().unwrap()
     }
 
-    fn llm_calls(&self) -> usize {
+    pub(super) fn llm_calls(&self) -> usize {
         self.llm.calls.load(Ordering::SeqCst)
     }
 
-    fn keys(&self) -> Vec<String> {
+    pub(super) fn keys(&self) -> Vec<String> {
         self.double.posted.lock().unwrap().iter().map(|p| p.0.clone()).collect()
     }
 }

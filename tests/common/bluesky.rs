@@ -119,13 +119,23 @@ impl Network {
 
     /// A new account with a unique handle (`{name}-{n}.test`) and an app password.
     pub async fn account(&self, name: &str) -> User {
+        self.account_with_handle(&Self::fresh_handle(name)).await
+    }
+
+    /// A handle no account has yet (`{name}-{pid}-{n}.test`).
+    pub fn fresh_handle(name: &str) -> String {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let handle = format!("{name}-{}-{n}.test", std::process::id());
+        format!("{name}-{}-{n}.test", std::process::id())
+    }
+
+    /// A new account with exactly this handle (one another account gave up, say).
+    pub async fn account_with_handle(&self, handle: &str) -> User {
+        let handle = handle.to_string();
         let password = format!("pw-{handle}");
         let http = reqwest::Client::new();
         let created: Value = http
             .post(format!("{}/xrpc/com.atproto.server.createAccount", self.pds))
-            .json(&json!({"handle": handle, "email": format!("{handle}@test.invalid"), "password": password}))
+            .json(&json!({"handle": handle, "email": format!("{}-{handle}@test.invalid", NEXT.fetch_add(1, Ordering::SeqCst)), "password": password}))
             .send()
             .await
             .unwrap()
@@ -181,6 +191,26 @@ pub struct User {
 }
 
 impl User {
+    /// Changes this account's handle (`com.atproto.identity.updateHandle`) and waits until the
+    /// network resolves the new one to this account.
+    pub async fn update_handle(&mut self, handle: &str) {
+        let answer = self
+            .call("com.atproto.identity.updateHandle", json!({ "handle": handle }))
+            .await;
+        assert!(answer.get("error").is_none(), "updateHandle: {answer}");
+        self.handle = handle.to_string();
+        for _ in 0..100 {
+            let r = self
+                .get("com.atproto.identity.resolveHandle", &[("handle", handle)])
+                .await;
+            if r["did"] == json!(self.did) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the new handle {handle} never resolved to {}", self.did);
+    }
+
     /// Calls a procedure as this user; returns the answer (errors included) as JSON.
     pub async fn call(&self, nsid: &str, body: Value) -> Value {
         let resp = self

@@ -83,6 +83,12 @@ impl ScriptedLlm {
                         Some(route) => route(&body),
                         None => script.reply.replace("{post}", &user),
                     };
+                    // A routed answer `!status 500` is that HTTP status (a call that fails
+                    // after earlier ones were answered).
+                    if let Some(code) = content.strip_prefix("!status ").and_then(|c| c.trim().parse::<u16>().ok()) {
+                        let code = axum::http::StatusCode::from_u16(code).unwrap();
+                        return (code, [("retry-after", "0")], axum::Json(json!({"error": {"message": "scripted failure"}})));
+                    }
                     let words = content.split_whitespace().count() as u32;
                     tokio::time::sleep(script.per_word * words).await;
                     spans.lock().unwrap().push((started, std::time::Instant::now()));

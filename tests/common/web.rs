@@ -22,8 +22,8 @@ pub async fn serve(router: axum::Router) -> SocketAddr {
     addr
 }
 
-/// Pages by path (`/world/report` → HTML); anything else is a 404; every request a 503 while
-/// `down` is set.
+/// Pages by path (`/world/report` → HTML, or `REDIRECT <url>` → a 302 there); anything else
+/// is a 404; every request a 503 while `down` is set.
 pub struct Site {
     pub addr: SocketAddr,
     pub down: Arc<AtomicBool>,
@@ -49,6 +49,12 @@ impl Site {
                         return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
                     }
                     match pages.get(&format!("/{path}")) {
+                        // A page whose body is `REDIRECT <url>` answers 302 to that URL.
+                        Some(html) if html.starts_with("REDIRECT ") => (
+                            axum::http::StatusCode::FOUND,
+                            [("location", html["REDIRECT ".len()..].to_string())],
+                        )
+                            .into_response(),
                         Some(html) => Html(html.clone()).into_response(),
                         None => (axum::http::StatusCode::NOT_FOUND, "no").into_response(),
                     }

@@ -5,8 +5,9 @@
 //! picture shows, in English whatever their language. Agents (the same [`Debater`] as draft
 //! verification, with their own system prompt) then debate whether the post's claims about the
 //! picture agree with the sources; with a vision model (`[vision]`) they are that model and see
-//! the picture itself. An agreed "unsupported" means out of context: the read pages join the
-//! evidence ([`Retrieval::all_evidence`]) so the reply may cite them, and the reply is told
+//! the picture itself. An agreed "unsupported" means out of context: the read pages that pass
+//! the citing rule where they landed (`Muse::citable`) join the evidence
+//! ([`Retrieval::all_evidence`]) so the reply may cite them, and the reply is told
 //! where the picture came from and why. The summary and every debate turn are checkpointed, so a
 //! crash repeats neither. Fills `Retrieval::image_context`.
 
@@ -24,8 +25,9 @@ use crate::pipeline::PipelineError;
 
 /// How many of the pages showing the picture are read for the summary (the paper's top 3).
 pub const READ_PAGES: usize = 3;
-/// Words of each page the summary call sees.
+/// Words of each page the summary call sees, and at most this many characters.
 const PAGE_WORDS: usize = 400;
+const PAGE_CHARS: usize = 3_000;
 
 pub async fn run(
     m: &Muse,
@@ -128,12 +130,13 @@ async fn summarise(m: &Muse, urls: &[String]) -> Result<(Vec<ContextPage>, Optio
         .filter_map(|(p, text)| {
             let text = text.as_ref()?;
             let words: Vec<&str> = text.split_whitespace().take(PAGE_WORDS).collect();
+            let words = crate::prompts::cap_chars(words.join(" "), PAGE_CHARS);
             Some(serde_json::json!({
                 "url": p.url,
                 "title": p.title.clone().unwrap_or_default(),
                 "language": p.language.clone().unwrap_or_else(|| "unknown".into()),
                 "published": p.published.map(|d| d.format("%Y-%m-%d").to_string()).unwrap_or_else(|| "unknown".into()),
-                "text": words.join(" "),
+                "text": words,
             }))
         })
         .collect();
@@ -171,6 +174,8 @@ async fn read_page(m: &Muse, url: String) -> (ContextPage, Option<String>) {
     };
     let html = fetched.html;
     let at = fetched.url.to_string();
+    // The page is known, and judged for citing, by where it landed.
+    page.url = at.clone();
     let extracted =
         tokio::task::spawn_blocking(move || extract::extract_bounded(html, Some(at), extract::EXTRACT_BUDGET))
             .await
@@ -197,15 +202,25 @@ async fn read_page(m: &Muse, url: String) -> (ContextPage, Option<String>) {
     }
 }
 
-/// The read pages as evidence for an out-of-context reply: each says the picture appeared
-/// there (with its title); the first carries the summary. Unrated publishers count as low tier.
+/// The read pages a reply may cite for an out-of-context finding: only those that pass
+/// [`Muse::citable`] at the URL they landed on (a credible publisher, not blocked, nobody's
+/// social post — the `local` index offers any post the bot ever saw, which its author can
+/// later change); the others informed the agents and stay context. Each says the picture
+/// appeared there (with its title); the first carries the summary.
 fn as_evidence(m: &Muse, ctx: &ImageContext) -> Vec<Evidence> {
     ctx.read
         .iter()
         .flatten()
         .filter(|p| p.skipped.is_none())
+        .filter_map(|p| match m.citable(&p.url) {
+            Ok(v) => Some((p, v.tier.unwrap_or(Tier::Low))),
+            Err(why) => {
+                tracing::info!(url = %p.url, reason = why.as_str(), "a page showing the picture is context only, not cited");
+                None
+            }
+        })
         .enumerate()
-        .map(|(i, p)| {
+        .map(|(i, (p, tier))| {
             let title = p.title.as_deref().map(|t| format!(" (\"{t}\")")).unwrap_or_default();
             let mut line = format!("The post's image appeared on this page{title}.");
             if let (0, Some(s)) = (i, &ctx.summary) {
@@ -213,7 +228,7 @@ fn as_evidence(m: &Muse, ctx: &ImageContext) -> Vec<Evidence> {
             }
             Evidence {
                 url: p.url.clone(),
-                tier: m.credibility.verdict(&p.url).tier.unwrap_or(Tier::Low),
+                tier,
                 published: p.published,
                 relevance: 1.0,
                 refute: Vec::new(),

@@ -24,7 +24,7 @@ use super::PipelineError;
 use crate::credibility::Credibility;
 use crate::fetch::Fetcher;
 use crate::llm::LlmClient;
-use crate::model::{Draft, Outcome, Post, Retrieval, Usage};
+use crate::model::{Draft, DropReason, Outcome, Post, Retrieval, Usage};
 use crate::prompts::Prompts;
 use crate::relevance::{Embedder, RelevanceConfig};
 use crate::search::Searcher;
@@ -55,6 +55,23 @@ impl Muse {
     /// Whether the operator blocked the URL's domain (or a domain above it).
     pub fn blocked(&self, url: &str) -> bool {
         crate::moderation::domain_blocked(&self.blocked_domains, url)
+    }
+
+    /// The one rule for what a reply may cite, applied to a search result and again to the URL
+    /// its page landed on after redirects: not on a blocked domain, not someone's social post,
+    /// a publisher the credibility rules admit (with its tier).
+    pub fn citable(&self, url: &str) -> Result<crate::credibility::Verdict, DropReason> {
+        if self.blocked(url) {
+            return Err(DropReason::Blocked("moderation.blocked_domains".into()));
+        }
+        if crate::credibility::is_social_post(url) {
+            return Err(DropReason::SocialPost);
+        }
+        let verdict = self.credibility.verdict(url);
+        match verdict.tier {
+            Some(_) => Ok(verdict),
+            None => Err(DropReason::LowCredibility),
+        }
     }
 }
 

@@ -23,16 +23,22 @@ pub const FETCH_PARALLEL: usize = 4;
 /// paragraphs is not read to its end).
 pub const READ_WORDS: usize = 20_000;
 
-/// The first `n` words of `text` (whitespace kept as in the text), or all of it.
+/// The first `n` words of `text` (whitespace kept as in the text), or all of it, and never more
+/// than [`READ_CHARS_PER_WORD`] × `n` characters: a page of a few giant "words" is read no
+/// further than a page of ordinary ones.
 fn first_words(text: &str, n: usize) -> String {
-    match text.split_whitespace().nth(n) {
+    let words = match text.split_whitespace().nth(n) {
         Some(word) => {
             let end = word.as_ptr() as usize - text.as_ptr() as usize;
             text[..end].to_string()
         }
         None => text.to_string(),
-    }
+    };
+    crate::prompts::cap_chars(words, n.saturating_mul(READ_CHARS_PER_WORD))
 }
+
+/// Characters read per word of [`READ_WORDS`] (English averages under 6 with its space).
+pub const READ_CHARS_PER_WORD: usize = 10;
 
 /// Fills `Retrieval::pages`. When every page it tried failed for reasons outside the pages
 /// (network, timeouts, 5xx, 429), that is an outage, not "no evidence": the step fails, the job
@@ -152,34 +158,21 @@ async fn fetch_wave(
     tally: &mut Tally,
 ) -> Vec<(Candidate, extract::Page, Option<String>)> {
     let fetched: Vec<(Candidate, Result<Read, Miss>)> = stream::iter(wave)
-        .map(|c| async move {
+        .map(|mut c| async move {
             let page = match m.fetcher.fetch(&c.url).await {
-                Ok(f) => {
-                    // Only a post with pictures compares pages' main images.
-                    let main_image = want_main_image
-                        .then(|| super::visual::main_image(&f.html, &f.url))
-                        .flatten();
-                    let url = f.url.to_string();
-                    let html = f.html;
-                    // Bounded nesting, its own big-stack thread, a time budget: a hostile page
-                    // costs this page only.
-                    let read = tokio::task::spawn_blocking(move || {
-                        extract::extract_bounded(html, Some(url), extract::EXTRACT_BUDGET)
-                    })
-                    .await
-                    .unwrap_or_else(|e| Err(extract::ExtractError::Panicked(e.to_string())));
-                    match read {
-                        Ok(page) => match extract::decide(&page, before) {
-                            Decision::Keep => Ok((page, main_image)),
-                            Decision::TooShort { .. } => Err((DropReason::TooShort, false)),
-                            Decision::TooNew { .. } => Err((DropReason::TooNew, false)),
-                        },
-                        Err(e) => {
-                            tracing::warn!(url = %c.url, error = %e, "page unreadable; skipped");
-                            Err((DropReason::Unreadable(e.to_string()), false))
-                        }
+                Ok(f) if f.url.as_str() != c.url => match m.citable(f.url.as_str()) {
+                    // Judged where it landed: the page is cited at its final URL, at that
+                    // publisher's tier.
+                    Ok(v) => {
+                        tracing::info!(from = %c.url, to = %f.url, "search result redirected; judged at its final URL");
+                        c.url = f.url.to_string();
+                        c.domain = v.domain;
+                        c.tier = v.tier.unwrap_or(c.tier);
+                        read_fetched(f, &c.url, before, want_main_image).await
                     }
-                }
+                    Err(why) => Err((DropReason::Redirected(format!("{} ({})", f.url, why.as_str())), false)),
+                },
+                Ok(f) => read_fetched(f, &c.url, before, want_main_image).await,
                 Err(e) if e.reason() == "blocked" => Err((DropReason::Blocked(e.to_string()), false)),
                 Err(e) => Err((DropReason::Unreachable(e.to_string()), e.is_outage())),
             };
@@ -200,6 +193,36 @@ async fn fetch_wave(
         }
     }
     readable
+}
+
+/// A fetched page extracted (bounded nesting, its own big-stack thread, a time budget: a
+/// hostile page costs this page only) and checked for length and date.
+async fn read_fetched(
+    f: crate::fetch::Fetched,
+    url: &str,
+    before: Option<DateTime<Utc>>,
+    want_main_image: bool,
+) -> Result<Read, Miss> {
+    // Only a post with pictures compares pages' main images.
+    let main_image = want_main_image
+        .then(|| super::visual::main_image(&f.html, &f.url))
+        .flatten();
+    let at = f.url.to_string();
+    let html = f.html;
+    let read = tokio::task::spawn_blocking(move || extract::extract_bounded(html, Some(at), extract::EXTRACT_BUDGET))
+        .await
+        .unwrap_or_else(|e| Err(extract::ExtractError::Panicked(e.to_string())));
+    match read {
+        Ok(page) => match extract::decide(&page, before) {
+            Decision::Keep => Ok((page, main_image)),
+            Decision::TooShort { .. } => Err((DropReason::TooShort, false)),
+            Decision::TooNew { .. } => Err((DropReason::TooNew, false)),
+        },
+        Err(e) => {
+            tracing::warn!(url, error = %e, "page unreadable; skipped");
+            Err((DropReason::Unreadable(e.to_string()), false))
+        }
+    }
 }
 
 /// Scores pages by their best passage among those the lexical prefilter picks; keeps those

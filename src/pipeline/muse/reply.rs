@@ -24,8 +24,11 @@ pub async fn run(
     evidence: &[Evidence],
     image_context: Option<serde_json::Value>,
 ) -> Result<(Draft, Usage), PipelineError> {
+    // "Nothing found" and "found, but it settled nothing" are worded apart.
     let insufficient = || -> Result<(Draft, Usage), PipelineError> {
-        let text = m.prompts.render("reply_insufficient.j2", context! {})?;
+        let text = m
+            .prompts
+            .render("reply_insufficient.j2", context! { found => !evidence.is_empty() })?;
         Ok((
             Draft {
                 outcome: Outcome::Insufficient,

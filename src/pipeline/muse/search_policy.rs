@@ -1,7 +1,8 @@
 //! Step 2, search policy: every query on the first working backend (`search::Searcher`:
 //! fallback, cache, `before` bound) and every described image through reverse image search
 //! (`search::reverse`), then Muse's publisher rules — links from publishers that are not
-//! credible are dropped, at most [`PER_TIER_PER_QUERY`] per tier per query (or image), each
+//! credible are dropped (`Muse::citable`: blocked domains, social posts, the credibility
+//! rule), at most [`PER_TIER_PER_QUERY`] per tier per query (or image), each
 //! URL once. A failed reverse search costs only its image's links. Fills `Retrieval::candidates`; costs no LLM tokens. When every query failed (network,
 //! 5xx, 429, a refused key) that is an outage, not an empty result: the step fails and the job
 //! is tried again later, and nothing is checkpointed.
@@ -50,7 +51,8 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
                         .filter(|h| Some(&h.url) != post.url.as_ref() && !m.blocked(&h.url))
                         .collect();
                     // Every page showing the picture is context for the out-of-context
-                    // check, credible or not.
+                    // check, credible or not; only those that pass `Muse::citable` where they
+                    // land may be cited (`context::as_evidence`).
                     for hit in h.iter().take(CONTEXT_SOURCES) {
                         let ctx = r.image_context.get_or_insert_with(Default::default);
                         ctx.urls.push(hit.url.clone());
@@ -72,10 +74,13 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     for (query, hits) in searches {
         let mut per_tier = [0usize; 3];
         for hit in hits {
-            if m.blocked(&hit.url) {
-                drop_url(hit.url, DropReason::Blocked("moderation.blocked_domains".into()));
-                continue;
-            }
+            let verdict = match m.citable(&hit.url) {
+                Ok(v) => v,
+                Err(reason) => {
+                    drop_url(hit.url, reason);
+                    continue;
+                }
+            };
             let key = hit
                 .url
                 .split('#')
@@ -83,9 +88,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
                 .unwrap_or(&hit.url)
                 .trim_end_matches('/')
                 .to_string();
-            let verdict = m.credibility.verdict(&hit.url);
             let Some(tier) = verdict.tier else {
-                drop_url(hit.url, DropReason::LowCredibility);
                 continue;
             };
             if !seen.insert(key) {

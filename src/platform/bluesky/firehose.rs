@@ -282,7 +282,7 @@ fn reason_for_bot(record: &serde_json::Value, bot_did: &str) -> Option<&'static 
 }
 
 /// The blocks of a CAR v1 file by CID.
-fn car_blocks(car: &[u8]) -> Result<HashMap<Cid, Vec<u8>>, String> {
+pub(crate) fn car_blocks(car: &[u8]) -> Result<HashMap<Cid, Vec<u8>>, String> {
     let mut at = 0;
     let header_len = varint(car, &mut at)?;
     at = at
@@ -306,7 +306,7 @@ fn car_blocks(car: &[u8]) -> Result<HashMap<Cid, Vec<u8>>, String> {
 }
 
 /// An unsigned LEB128 varint at `*at`.
-fn varint(buf: &[u8], at: &mut usize) -> Result<usize, String> {
+pub(crate) fn varint(buf: &[u8], at: &mut usize) -> Result<usize, String> {
     let mut value: u64 = 0;
     for shift in (0..63).step_by(7) {
         let byte = *buf.get(*at).ok_or("varint overruns")?;

@@ -44,8 +44,6 @@ pub struct Bluesky {
     pub bot: BotId,
     /// Strong refs of posts seen or written: uri → (cid, root uri, root cid).
     refs: Arc<Mutex<HashMap<String, Ref>>>,
-    /// Handle → DID, for mention facets.
-    dids: Arc<Mutex<HashMap<String, String>>>,
     /// Posts are read through the AppView (`app.bsky.*`); without one (firehose mode), from
     /// the repos on the PDS.
     appview: bool,
@@ -121,7 +119,6 @@ impl Bluesky {
             xrpc: xrpc.clone(),
             bot: bot.clone(),
             refs: Arc::default(),
-            dids: Arc::default(),
             appview: config.mode == BlueskyMode::Notifications,
         };
         if config.set_bot_label {
@@ -213,7 +210,7 @@ impl Bluesky {
         let did = if repo.starts_with("did:") {
             repo
         } else {
-            self.did_of(&repo).await?
+            self.resolve_did(&repo).await?
         };
         let uri = format!("at://{did}/{POST}/{rkey}");
         if !self.appview {
@@ -230,12 +227,13 @@ impl Bluesky {
     pub async fn post(&self, part: &Part<'_>) -> Result<(String, Option<String>), PlatformError> {
         let parent = self.strong_ref(part.reply_to).await?;
         let rkey = richtext::tid(part.created.timestamp_micros(), part.seq, part.key);
-        let mut dids = HashMap::new();
-        for handle in richtext::handles(part.text) {
-            if let Ok(did) = self.did_of(handle).await {
-                dids.insert(handle.to_lowercase(), did);
-            }
-        }
+        // The one mention facet is the requester's, to the DID the notification gave: no
+        // handle in the text is looked up (a handle can have changed hands since).
+        let dids: HashMap<String, String> = part
+            .mention
+            .map(|(handle, did)| (handle.to_lowercase(), did.to_string()))
+            .into_iter()
+            .collect();
         let mut record = json!({
             "$type": POST,
             "text": part.text,
@@ -407,12 +405,9 @@ impl Bluesky {
         Ok(out)
     }
 
-    /// A handle's DID (remembered once resolved).
-    async fn did_of(&self, handle: &str) -> Result<String, PlatformError> {
-        let key = handle.to_lowercase();
-        if let Some(d) = self.dids.lock().expect("dids lock").get(&key).cloned() {
-            return Ok(d);
-        }
+    /// A handle's DID now (not remembered: handles change hands). For the config's handles at
+    /// start.
+    pub async fn resolve_did(&self, handle: &str) -> Result<String, PlatformError> {
         #[derive(Deserialize)]
         struct Resolved {
             did: String,
@@ -422,10 +417,9 @@ impl Bluesky {
             .query(
                 "resolveHandle",
                 "com.atproto.identity.resolveHandle",
-                &[("handle", key.clone())],
+                &[("handle", handle.trim().trim_start_matches('@').to_lowercase())],
             )
             .await?;
-        self.dids.lock().expect("dids lock").insert(key, r.did.clone());
         Ok(r.did)
     }
 

@@ -64,6 +64,7 @@ pub fn trigger_of(item: &serde_json::Value, bot: &BotId) -> Result<Option<Trigge
             is_bot: has_bot_label(author.labels.as_deref()),
             is_self: author.did.as_str() == bot.did,
             nobot: author.description.as_deref().is_some_and(has_nobot),
+            id: Some(author.did.as_str().to_string()),
         },
         visibility: Visibility::Public,
         created_at,
@@ -103,6 +104,7 @@ pub fn hit_of(view: &PostView, tag: &str, bot: &BotId) -> Result<Option<Trigger>
             is_self: view.author.did.as_str() == bot.did,
             // A basic profile view carries no description; the resolve stage reads it.
             nobot: false,
+            id: Some(view.author.did.as_str().to_string()),
         },
         visibility: Visibility::Public,
         created_at,
@@ -200,10 +202,18 @@ fn from_record(uri: &str, author: Author<'_>, record: &RecordData) -> Post {
         links.push(e.external.uri.clone());
     }
     links.dedup();
+    // The repo the record lives in is its author's DID: who the post is by, whatever handle
+    // the account shows today.
+    let author_id = uri
+        .strip_prefix("at://")
+        .and_then(|r| r.split('/').next())
+        .filter(|a| a.starts_with("did:"))
+        .map(str::to_string);
     Post {
         id: uri.to_string(),
         url: web_url(uri, &handle),
         author: handle,
+        author_id,
         author_display_name: author.display_name.unwrap_or_default().to_string(),
         author_is_bot: author.is_bot,
         author_nobot: false,
@@ -413,6 +423,11 @@ mod tests {
         assert_eq!(t.target_id(), "at://did:plc:alice/app.bsky.feed.post/3n3lcpcglo22b");
         assert!(t.asked_in_text && !t.may_be_inherited());
         assert_eq!(t.author.handle, "bob.test");
+        assert!(
+            t.author.id.as_deref().is_some_and(|d| d.starts_with("did:")),
+            "{:?}",
+            t.author
+        );
         assert_eq!(t.job_id(), "bluesky:at://did:plc:bob/app.bsky.feed.post/3n3lcpcnlcc2b");
     }
 

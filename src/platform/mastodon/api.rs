@@ -159,6 +159,13 @@ pub struct Notification {
 /// The parts of `/api/v2/instance` (or v1) the bot needs.
 #[derive(Debug, Clone, Deserialize, Default)]
 pub struct Instance {
+    /// v2: the domain the server's accounts are named under (`LOCAL_DOMAIN`), which may
+    /// differ from the host it is reached at (`WEB_DOMAIN`).
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// v1: the same domain, under this name.
+    #[serde(default)]
+    pub uri: Option<String>,
     #[serde(default)]
     pub configuration: Configuration,
     /// v1 only.
@@ -211,6 +218,14 @@ pub struct V1Urls {
 }
 
 impl Instance {
+    /// The domain accounts on this server are named under (`alice@<it>`), if it says.
+    pub fn account_domain(&self) -> Option<String> {
+        let d = self.domain.as_deref().or(self.uri.as_deref())?;
+        let d = d.trim().trim_start_matches("https://").trim_start_matches("http://");
+        let d = d.split('/').next().unwrap_or_default().to_lowercase();
+        (!d.is_empty()).then_some(d)
+    }
+
     pub fn streaming_base(&self) -> Option<String> {
         self.configuration
             .urls

@@ -6,7 +6,9 @@
 //! is read forward from the tag's own cursor (`mastodon:tag:<tag>`) in id order — the catch-up
 //! that closes any gap a disconnect or restart left — so no post is missed and none becomes two
 //! jobs (the job id is the status id, whatever the tag). A tag without a cursor (just watched)
-//! starts from its newest page, keeping only posts after the watch. Hits go to intake as
+//! starts from its newest page, keeping only posts after the watch. One loop polls every tag,
+//! at most [`PAGES_PER_POLL`] pages of each per poll, and `moderation.max_watched_tags` bounds
+//! the tags, so watches cannot starve mentions and posting of the shared request budget. Hits go to intake as
 //! `Cause::HashtagHit`; the policy (paused, replies, bots, `#nobot`, age, per-day and
 //! per-author caps) is applied by intake and the resolve stage, not here.
 
@@ -25,6 +27,9 @@ use crate::intake::{CursorMove, Event, Intake};
 use crate::model::{id_less, Account, Cause, PlatformKind, TagWatch, Trigger, Visibility};
 
 const PAGE: u32 = 40;
+/// Pages of one tag read at one poll: a flooded tag is read on at the next poll from its
+/// cursor, so it cannot spend the request budget that mentions and posting share.
+pub const PAGES_PER_POLL: usize = 3;
 /// How often the set of watched tags is compared with the open streams.
 pub const SYNC_EVERY: Duration = Duration::from_secs(2);
 const PING_EVERY: Duration = Duration::from_secs(30);
@@ -115,7 +120,7 @@ impl HashtagWatch {
         let name = cursor_name(tag);
         let mut cursor = intake.cursor(&name)?;
         let mut seen = 0usize;
-        loop {
+        for _ in 0..PAGES_PER_POLL {
             let mut page = self.client.tag_timeline(tag, cursor.as_deref(), PAGE).await?;
             page.sort_by(|a, b| {
                 if id_less(&a.id, &b.id) {
@@ -186,6 +191,7 @@ pub fn hit(status: Status, tag: &str, bot: &BotIdentity) -> Option<Trigger> {
             is_bot: status.account.bot,
             is_self: status.account.id == bot.account_id,
             nobot: status.account.opted_out(),
+            id: None,
         },
         visibility: Visibility::from_server(&status.visibility),
         created_at: status.created_at,

@@ -26,6 +26,9 @@ pub struct Mastodon {
     /// The bot's own handle (`acct`).
     pub bot_acct: String,
     pub bot_account_id: String,
+    /// The domain this server's accounts are named under (the instance's `domain`), which
+    /// may differ from the host of `mastodon.base_url`.
+    pub account_domain: Option<String>,
 }
 
 /// Whether a 422 says the post is too long, in the words of the servers we know.
@@ -92,6 +95,7 @@ impl Mastodon {
                 limits,
                 bot_acct: me.acct,
                 bot_account_id: me.id,
+                account_domain: instance.account_domain(),
             },
             source,
         ))
@@ -100,12 +104,13 @@ impl Mastodon {
     /// A client that only reads (`musebot check`): the instance's limits, no identity check.
     pub async fn reader(config: &MastodonConfig, token: Secret) -> Result<Mastodon, PlatformError> {
         let client = MastodonClient::new(config, token).map_err(PlatformError::from)?;
-        let limits = limits_of(&instance_of(&client).await);
+        let instance = instance_of(&client).await;
         Ok(Mastodon {
             client,
-            limits,
+            limits: limits_of(&instance),
             bot_acct: String::new(),
             bot_account_id: String::new(),
+            account_domain: instance.account_domain(),
         })
     }
 
@@ -238,6 +243,8 @@ pub fn to_post(s: Status) -> Post {
         id: s.id,
         url: s.url,
         author: s.account.acct.clone(),
+        // Mastodon's `user@domain` is the account itself.
+        author_id: None,
         author_display_name: s.account.display_name.clone(),
         author_is_bot: s.account.bot,
         author_nobot: s.account.opted_out(),
@@ -253,6 +260,26 @@ pub fn to_post(s: Status) -> Post {
 #[cfg(test)]
 mod tests {
     use super::is_length_refusal;
+
+    /// The account domain as servers give it: `/api/v2/instance` `domain` (Mastodon 4.x, the
+    /// `LOCAL_DOMAIN`, here different from the web host, as on servers that run at
+    /// `social.example.com` with accounts `@alice@example.com`), and v1's `uri`.
+    #[test]
+    fn the_account_domain_is_read_from_the_instance() {
+        let v2: super::api::Instance = serde_json::from_str(
+            r#"{"domain":"example.com","title":"Example","version":"4.3.2","source_url":"https://github.com/mastodon/mastodon",
+                "configuration":{"urls":{"streaming":"wss://social.example.com"},"statuses":{"max_characters":500,"characters_reserved_per_url":23}}}"#,
+        )
+        .unwrap();
+        assert_eq!(v2.account_domain().as_deref(), Some("example.com"));
+        let v1: super::api::Instance = serde_json::from_str(
+            r#"{"uri":"Example.com","title":"Example","urls":{"streaming_api":"wss://social.example.com"}}"#,
+        )
+        .unwrap();
+        assert_eq!(v1.account_domain().as_deref(), Some("example.com"));
+        let none: super::api::Instance = serde_json::from_str("{}").unwrap();
+        assert_eq!(none.account_domain(), None);
+    }
 
     #[test]
     fn length_refusals_of_known_servers_are_recognised() {

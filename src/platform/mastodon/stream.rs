@@ -257,6 +257,7 @@ pub fn to_trigger(n: Notification, bot: &BotIdentity) -> Option<Trigger> {
             is_bot: n.account.bot,
             is_self: n.account.id == bot.account_id,
             nobot: n.account.opted_out(),
+            id: None,
         },
         visibility: Visibility::from_server(&status.visibility),
         created_at: status.created_at,
