@@ -106,6 +106,7 @@ async fn main() {
         // The posts are text; no image is read.
         images: None,
         reverse: None,
+        factcheck: None,
         context_debate: None,
         blocked_domains: Vec::new(),
     };

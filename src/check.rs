@@ -283,6 +283,36 @@ impl CheckReport {
                     out.push_str(&format!("  ≈ context  \"{q}\" — {}\n", e.url));
                 }
             }
+            // Every professional fact-check found (API or a page's markup), and what became of it.
+            let cited = r.cited_reviews();
+            let mut reviews: Vec<&crate::model::ClaimReview> = r.fact_checks.iter().collect();
+            reviews.extend(r.pages.iter().flatten().flat_map(|p| p.claim_reviews.iter()));
+            if !reviews.is_empty() {
+                out.push_str("fact-checks:\n");
+                let mut shown = std::collections::HashSet::new();
+                for c in reviews {
+                    if !shown.insert((c.url.clone(), c.publisher.clone(), c.claim.clone())) {
+                        continue;
+                    }
+                    let fate = if cited.iter().any(|x| x.url == c.url && x.publisher == c.publisher) {
+                        "kept: named in the reply".to_string()
+                    } else if let Some(d) = r.dropped.iter().find(|d| d.url == c.url) {
+                        format!("dropped: its page was {}", d.reason.as_str())
+                    } else if r.pages.iter().flatten().any(|p| p.url == c.url) {
+                        "dropped: its page gave no evidence".to_string()
+                    } else {
+                        "dropped: its page was not read".to_string()
+                    };
+                    out.push_str(&format!(
+                        "  {} ({:?}) rated \"{}\" the claim \"{}\" — {} — {fate}\n",
+                        c.publisher,
+                        c.source,
+                        c.rating_text(),
+                        c.claim,
+                        c.url
+                    ));
+                }
+            }
             if r.unverified_quotes > 0 {
                 out.push_str(&format!(
                     "  ({} quotes dropped: not verbatim in their page)\n",

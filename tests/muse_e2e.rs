@@ -785,3 +785,96 @@ fn resolve_of(extra: &str, host: &str) -> String {
     let at = extra.find(&key).expect("host in test_resolve") + key.len();
     extra[at..].split('"').next().unwrap().to_string()
 }
+
+/// Professional fact-checks end to end: one page carries `ClaimReview` markup (a `@graph`,
+/// the rating in words), another is known only to a scripted Fact Check Tools API (its real
+/// response format); both are read like any page, become evidence, and the reply — after the
+/// bot's own verdict sentence — names each fact-checker, their rating verbatim and the date,
+/// and cites both reviews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_professional_fact_check_is_named_with_its_rating() {
+    use axum::routing::get;
+    let Some(data) = shared() else { return };
+    let probe = local_web(&data, Vec::new()).await;
+    let text = probe.post_text.clone();
+    let article = |title: &str, markup: &str| {
+        format!(
+            "<html lang=\"en\"><head><title>{title}</title>{markup}</head><body><article><h1>{title}</h1><p>{text}</p><p>{}</p></article></body></html>",
+            "Fact checkers traced the claim to a post that misread the trade figures. ".repeat(12)
+        )
+    };
+    let markup = r#"<script type="application/ld+json">{"@context":"https://schema.org","@graph":[{"@type":"WebPage"},
+        {"@type":"ClaimReview","url":"http://www.apnews.com/fact-check/trade-claim","claimReviewed":"China agreed to buy $50 billion a year",
+         "datePublished":"2019-11-20","author":{"@type":"Organization","name":"AP Fact Check"},
+         "reviewRating":{"@type":"Rating","ratingValue":1,"bestRating":5,"worstRating":1,"alternateName":"Misleading figure"}}]}</script>"#;
+    let first = vec![
+        ("/fact-check/trade-claim".to_string(), article("AP Fact Check", markup)),
+        ("/fact-check/api-only".to_string(), article("Another check", "")),
+    ];
+    let web = local_web(&data, first).await;
+    let api = common::web::serve(axum::Router::new().route(
+        "/v1alpha1/claims:search",
+        get(|| async {
+            axum::Json(serde_json::json!({"claims": [{"text": "China will buy $50 billion", "claimReview": [
+                {"publisher": {"name": "Reuters Fact Check", "site": "reuters.com"}, "url": "http://www.apnews.com/fact-check/api-only",
+                 "title": "Fact check", "reviewDate": "2019-11-21T00:00:00Z", "textualRating": "Missing context", "languageCode": "en"}]}]}))
+        }),
+    ))
+    .await;
+    std::env::set_var("MUSEBOT_TEST_FACTCHECK_KEY", "test-key");
+    let extra = format!(
+        "{}\n[factcheck]\napi_key_env = \"MUSEBOT_TEST_FACTCHECK_KEY\"\nbase_url = \"http://{api}\"\n",
+        web.extra
+    );
+    let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
+    let Asked {
+        mut daemon,
+        posted,
+        dir: _dir,
+        ..
+    } = ask(&extra, &web.post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
+    // The thread without its " (i/n)" numbering, for sentences that span two parts.
+    let reply: String = posted
+        .iter()
+        .map(|p| {
+            let t = text_of(p);
+            match t.rfind(" (") {
+                Some(i) if t.ends_with(')') && t[i + 2..t.len() - 1].contains('/') => t[..i].to_string(),
+                _ => t,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let log = daemon.log_text();
+    assert!(reply.starts_with("@bob This post is misleading."), "{reply}\n{log}");
+    assert!(
+        reply.contains(
+            "AP Fact Check rated it \"Misleading figure\" (2019-11-20): http://www.apnews.com/fact-check/trade-claim"
+        ),
+        "{reply}\n{log}"
+    );
+    assert!(
+        reply.contains(
+            "Reuters Fact Check rated it \"Missing context\" (2019-11-21): http://www.apnews.com/fact-check/api-only"
+        ),
+        "{reply}"
+    );
+    // The evidence the reply and the agents read says who checked what.
+    let requests = llm.requests.lock().unwrap().clone();
+    let reply_prompt = requests
+        .iter()
+        .find(|b| {
+            b["messages"][0]["content"]
+                .as_str()
+                .unwrap_or("")
+                .contains("using only the facts given")
+        })
+        .and_then(|b| b["messages"][1]["content"].as_str())
+        .unwrap()
+        .to_string();
+    assert!(
+        block(&reply_prompt, "evidence").contains("AP Fact Check (a professional fact-checker) reviewed the claim"),
+        "{reply_prompt}"
+    );
+    let _ = daemon.terminate(Duration::from_secs(10));
+}

@@ -31,6 +31,7 @@ pub struct Config {
     pub privacy: PrivacyConfig,
     pub verify: VerifyConfig,
     pub search: crate::search::SearchConfig,
+    pub factcheck: crate::search::factcheck::FactCheckConfig,
     pub fetch: crate::fetch::FetchConfig,
     pub relevance: crate::relevance::RelevanceConfig,
     pub credibility: crate::credibility::load::CredibilityConfig,

@@ -4,6 +4,7 @@
 //! through [`extract_bounded`] (nesting bound, own big-stack thread, time budget).
 
 mod bounded;
+pub mod claimreview;
 
 pub use bounded::{extract_bounded, nesting_depth, ExtractError, EXTRACT_BUDGET, EXTRACT_STACK, MAX_NESTING};
 
@@ -25,6 +26,8 @@ pub struct Page {
     pub language: Option<String>,
     pub word_count: usize,
     pub text: String,
+    /// The page's `ClaimReview` markup ([`claimreview`]): the fact-checks it publishes.
+    pub claim_reviews: Vec<crate::model::ClaimReview>,
 }
 
 /// The keep/drop decision taken before relevance. Closed: each drop is a trace reason.
@@ -94,6 +97,7 @@ pub fn extract(html: &str, url: Option<&str>) -> Page {
         language,
         word_count,
         text,
+        claim_reviews: url.map(|u| claimreview::read(html, u)).unwrap_or_default(),
     }
 }
 

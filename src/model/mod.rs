@@ -6,6 +6,7 @@
 
 mod command;
 mod debate;
+mod factcheck;
 mod ids;
 mod job;
 mod legacy;
@@ -20,6 +21,7 @@ mod verification;
 
 pub use command::{attempted as attempted_command, tag as normalise_tag, Command};
 pub use debate::{Debate, DebateEnd, Support, Turn};
+pub use factcheck::{ClaimReview, RatingHint, ReviewSource};
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use legacy::{decode_job, DecodeError};

@@ -109,6 +109,10 @@ pub struct KeptPage {
     /// The page's main image (`og:image`), when it announces one.
     #[serde(default)]
     pub main_image: Option<String>,
+    /// The professional fact-checks this page is (its `ClaimReview` markup, or the Fact Check
+    /// Tools API's record of it).
+    #[serde(default)]
+    pub claim_reviews: Vec<super::factcheck::ClaimReview>,
 }
 
 /// Verified quotes from one page.
@@ -155,6 +159,10 @@ pub struct Retrieval {
     pub candidates: Option<Vec<Candidate>>,
     pub pages: Option<Vec<KeptPage>>,
     pub evidence: Option<Vec<Evidence>>,
+    /// What the Fact Check Tools API returned for the queries and pictures (each review's page
+    /// is also a search candidate; a page without markup gets its review from here).
+    #[serde(default)]
+    pub fact_checks: Vec<super::factcheck::ClaimReview>,
     pub dropped: Vec<Dropped>,
     pub unverified_quotes: usize,
 }
@@ -176,6 +184,26 @@ impl Retrieval {
         let mut all = self.evidence.clone().unwrap_or_default();
         all.extend(self.image_context.iter().flat_map(|c| c.evidence.iter().cloned()));
         all
+    }
+
+    /// The fact-checks a reply may name: those of pages that became evidence (so they passed
+    /// the citing rule where they landed), one per review URL.
+    pub fn cited_reviews(&self) -> Vec<super::factcheck::ClaimReview> {
+        let evidence: Vec<String> = self.all_evidence().into_iter().map(|e| e.url).collect();
+        let mut out: Vec<super::factcheck::ClaimReview> = Vec::new();
+        for page in self.pages.iter().flatten().filter(|p| evidence.contains(&p.url)) {
+            // The page's own markup first; the API's record only for a page without one.
+            let from_api = self
+                .fact_checks
+                .iter()
+                .filter(|r| page.claim_reviews.is_empty() && r.url == page.url);
+            for r in page.claim_reviews.iter().chain(from_api) {
+                if !out.iter().any(|o| o.url == r.url && o.publisher == r.publisher) {
+                    out.push(r.clone());
+                }
+            }
+        }
+        out
     }
 
     /// Tokens of every finished step (derived from the step traces).

@@ -183,10 +183,12 @@ impl Moderation {
         let domain = handle.split_once('@').map(|(_, d)| d);
         self.config.blocked_accounts.iter().any(|b| self.norm(b) == handle)
             || domain.is_some_and(|d| {
-                self.config
-                    .blocked_instances
-                    .iter()
-                    .any(|i| d == i.to_lowercase() || d.ends_with(&format!(".{}", i.to_lowercase())))
+                // Hosts compared as everywhere else (case, IDNA, trailing dots).
+                let d = crate::credibility::normalize_host(d);
+                self.config.blocked_instances.iter().any(|i| {
+                    let i = crate::credibility::normalize_host(i);
+                    !i.is_empty() && (d == i || d.ends_with(&format!(".{i}")))
+                })
             })
     }
 
@@ -510,6 +512,7 @@ mod tests {
         assert!(blocked("Spam@junk.example"));
         assert!(blocked("anyone@bad.example") && blocked("x@eu.bad.example"));
         assert!(!blocked("anyone@notbad.example") && !blocked("bob"));
+        assert!(blocked("anyone@BAD.example.") && blocked("x@eu.bad.example."));
         let domains = vec!["badnews.example".to_string()];
         assert!(domain_blocked(&domains, "https://www.badnews.example/a"));
         assert!(domain_blocked(&domains, "https://eu.badnews.example/a"));

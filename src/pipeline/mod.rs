@@ -110,6 +110,7 @@ pub fn build(
                     let r = crate::search::reverse::ReverseSearcher::new(&config.search, store.clone())?;
                     (!r.is_empty()).then(|| Arc::new(r))
                 },
+                factcheck: crate::search::factcheck::FactChecker::new(&config.factcheck, &config.search)?.map(Arc::new),
                 context_debate: (config.verify.mode != crate::config::VerifyMode::Off)
                     .then_some((config.verify.agents, config.verify.rounds)),
                 blocked_domains: config.moderation.blocked_domains.clone(),

@@ -4,6 +4,7 @@
 //! an optional "published before" bound passed to the engines that support one.
 
 mod backends;
+pub mod factcheck;
 pub mod reverse;
 
 use std::time::Duration;
@@ -253,6 +254,39 @@ impl Searcher {
             }
         }
     }
+}
+
+/// A JSON answer of a search-like API (`backend` names it in errors): a non-2xx status is an
+/// error with the server's hint of when to come back; the body is capped.
+pub(crate) async fn read_json(
+    backend: &'static str,
+    resp: reqwest::Result<reqwest::Response>,
+    max_bytes: usize,
+) -> Result<serde_json::Value, SearchError> {
+    let resp = resp.map_err(|e| SearchError::Network {
+        backend,
+        reason: e.without_url().to_string(),
+    })?;
+    let status = resp.status();
+    if !status.is_success() {
+        let retry_after = retry::hinted_wait(status.as_u16(), resp.headers());
+        return Err(SearchError::Status {
+            backend,
+            status: status.as_u16(),
+            body: crate::body::error_text(resp).await,
+            retry_after,
+        });
+    }
+    let bytes = crate::body::read_capped(resp, max_bytes)
+        .await
+        .map_err(|e| SearchError::Decode {
+            backend,
+            reason: e.to_string(),
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| SearchError::Decode {
+        backend,
+        reason: e.to_string(),
+    })
 }
 
 /// The HTTP client of the search and reverse-image backends (`search.timeout_secs`).

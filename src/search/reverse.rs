@@ -212,7 +212,7 @@ impl ReverseSearcher {
                     .json(&body)
                     .send()
                     .await;
-                let page = self.read(backend, resp).await?;
+                let page = super::read_json(backend, resp, self.max_response_bytes).await?;
                 vision_pages(&page).map_err(|reason| SearchError::Decode { backend, reason })
             }
             ReverseKind::Local => Ok(Vec::new()),
@@ -221,38 +221,7 @@ impl ReverseSearcher {
 
     async fn get_json(&self, backend: &'static str, url: &str, query: &[(&str, String)]) -> Result<Value, SearchError> {
         let resp = self.http.get(url).query(query).send().await;
-        self.read(backend, resp).await
-    }
-
-    async fn read(
-        &self,
-        backend: &'static str,
-        resp: reqwest::Result<reqwest::Response>,
-    ) -> Result<Value, SearchError> {
-        let resp = resp.map_err(|e| SearchError::Network {
-            backend,
-            reason: e.without_url().to_string(),
-        })?;
-        let status = resp.status();
-        if !status.is_success() {
-            let retry_after = retry::hinted_wait(status.as_u16(), resp.headers());
-            return Err(SearchError::Status {
-                backend,
-                status: status.as_u16(),
-                body: crate::body::error_text(resp).await,
-                retry_after,
-            });
-        }
-        let bytes = crate::body::read_capped(resp, self.max_response_bytes)
-            .await
-            .map_err(|e| SearchError::Decode {
-                backend,
-                reason: e.to_string(),
-            })?;
-        serde_json::from_slice(&bytes).map_err(|e| SearchError::Decode {
-            backend,
-            reason: e.to_string(),
-        })
+        super::read_json(backend, resp, self.max_response_bytes).await
     }
 }
 

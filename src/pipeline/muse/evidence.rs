@@ -20,8 +20,9 @@ pub const ENOUGH_REFUTING_PAGES: usize = 2;
 
 pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
     let pages = r.pages.clone().unwrap_or_default();
-    let (evidence, usage) = evidence(m, post, &pages, &mut r.dropped).await?;
+    let (mut evidence, usage) = evidence(m, post, &pages, &mut r.dropped).await?;
     r.unverified_quotes = evidence.iter().map(|e| e.unverified).sum();
+    add_fact_checks(&mut evidence, &pages, &r.fact_checks);
     r.evidence = Some(
         evidence
             .into_iter()
@@ -165,6 +166,37 @@ fn attribute(refute: Vec<String>, context: Vec<String>, sources: &[Vec<String>])
         }
     }
     (found, unverified)
+}
+
+/// A relevant page that is a professional fact-check is evidence for what it rated, quoted or
+/// not: the bot's own line says who reviewed which claim, when, and their rating (the claim
+/// and the rating are the publisher's words, cut short), so the reply and its verification
+/// see the check. The page's markup first; the Fact Check Tools API's record for a page
+/// without one.
+fn add_fact_checks(evidence: &mut Vec<Evidence>, pages: &[crate::model::KeptPage], api: &[crate::model::ClaimReview]) {
+    for page in pages {
+        let reviews: Vec<&crate::model::ClaimReview> = if page.claim_reviews.is_empty() {
+            api.iter().filter(|r| r.url == page.url).collect()
+        } else {
+            page.claim_reviews.iter().collect()
+        };
+        if reviews.is_empty() {
+            continue;
+        }
+        let lines: Vec<String> = reviews.iter().map(|r| super::factcheck::evidence_line(r)).collect();
+        match evidence.iter_mut().find(|e| e.url == page.url) {
+            Some(e) => e.context.extend(lines),
+            None => evidence.push(Evidence {
+                url: page.url.clone(),
+                tier: page.tier,
+                published: page.published,
+                relevance: page.relevance,
+                refute: Vec::new(),
+                context: lines,
+                unverified: 0,
+            }),
+        }
+    }
 }
 
 #[cfg(test)]

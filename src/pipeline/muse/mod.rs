@@ -8,6 +8,7 @@
 pub mod context;
 pub mod describe;
 pub mod evidence;
+pub mod factcheck;
 pub mod pages;
 pub mod queries;
 pub mod reply;
@@ -44,6 +45,8 @@ pub struct Muse {
     pub images: Option<Arc<describe::Images>>,
     /// Reverse image search (`search.reverse_backends`); `None`: none configured.
     pub reverse: Option<Arc<crate::search::reverse::ReverseSearcher>>,
+    /// Google Fact Check Tools (`[factcheck]`); `None`: no key configured.
+    pub factcheck: Option<Arc<crate::search::factcheck::FactChecker>>,
     /// Agents and rounds of the out-of-context debate ([`context`]); `None` when
     /// `verify.mode = "off"`.
     pub context_debate: Option<(usize, usize)>,
@@ -171,7 +174,21 @@ impl Muse {
         let seen = describe::with_descriptions(post, r);
         let agents = self.context_debate.map_or(0, |(a, _)| a);
         let image_context = context::for_reply(r, agents);
-        let (draft, usage) = reply::run(self, &seen, &evidence, image_context).await?;
+        let (mut draft, usage) = reply::run(self, &seen, &evidence, image_context).await?;
+        // A professional fact-check among the evidence is named, in the bot's words, right
+        // after the verdict sentence (where a long explanation cut at `reply.max_parts`
+        // cannot lose it).
+        if let (Outcome::Reply, Some(v)) = (draft.outcome, draft.verdict) {
+            if let Some(sentence) = factcheck::reply_sentence(&r.cited_reviews(), post.created_at) {
+                let rest = draft
+                    .text
+                    .strip_prefix(v.sentence())
+                    .unwrap_or(&draft.text)
+                    .trim()
+                    .to_string();
+                draft.text = format!("{} {sentence} {rest}", v.sentence()).trim_end().to_string();
+            }
+        }
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);
         Ok((draft, r.usage()))
     }

@@ -305,6 +305,7 @@ async fn score_wave(
             image_match: image_match.filter(|(_, same)| *same).and_then(|(cl, _)| cl.bits),
             image_cosine: image_match.and_then(|(cl, _)| cl.cosine),
             main_image,
+            claim_reviews: page.claim_reviews,
         });
     }
     Ok(kept)

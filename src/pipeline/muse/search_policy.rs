@@ -1,6 +1,8 @@
 //! Step 2, search policy: every query on the first working backend (`search::Searcher`:
 //! fallback, cache, `before` bound) and every described image through reverse image search
-//! (`search::reverse`), then Muse's publisher rules — links from publishers that are not
+//! (`search::reverse`), both through Google Fact Check Tools when `[factcheck]` has a key
+//! (`search::factcheck`: the reviews' pages become candidates, the reviews go to
+//! `Retrieval::fact_checks`), then Muse's publisher rules — links from publishers that are not
 //! credible are dropped (`Muse::citable`: blocked domains, social posts, the credibility
 //! rule), at most [`PER_TIER_PER_QUERY`] per tier per query (or image), each
 //! URL once. A failed reverse search costs only its image's links. Fills `Retrieval::candidates`; costs no LLM tokens. When every query failed (network,
@@ -66,6 +68,42 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
                     searches.push((format!("reverse image: {}", image.url), h));
                 }
                 Err(e) => tracing::warn!(image = %image.url, error = %e, "reverse image search failed"),
+            }
+        }
+    }
+    if let Some(fc) = &m.factcheck {
+        // Professional fact-checks of the queries and the pictures: their pages are candidates
+        // like any result; their reviews are kept for pages whose markup lacks one.
+        let language = post.language.as_deref();
+        let mut asked: Vec<(
+            String,
+            Result<Vec<crate::model::ClaimReview>, crate::search::SearchError>,
+        )> = Vec::new();
+        for query in &queries {
+            asked.push((format!("fact-check: {query}"), fc.search(query, language).await));
+        }
+        for image in r.images.iter().flatten().filter(|d| d.refused.is_none()) {
+            asked.push((
+                format!("fact-check image: {}", image.url),
+                fc.image_search(&image.url, language).await,
+            ));
+        }
+        for (what, result) in asked {
+            match result {
+                Ok(reviews) => {
+                    tracing::info!(what, reviews = reviews.len(), "fact-check search");
+                    searches.push((what, crate::search::factcheck::as_hits(&reviews)));
+                    for review in reviews {
+                        if !r
+                            .fact_checks
+                            .iter()
+                            .any(|x| x.url == review.url && x.claim == review.claim)
+                        {
+                            r.fact_checks.push(review);
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(what, error = %e, "fact-check search failed; the web search goes on"),
             }
         }
     }

@@ -1,0 +1,208 @@
+//! Professional fact-checks (issue: evidence from fact-checkers): a `ClaimReview` as a page's
+//! schema.org markup or the Fact Check Tools API gives it — who checked which claim, when, and
+//! their rating in their own words — and the closed hint the rating maps to. Persisted with the
+//! page that carries it; imports nothing from the crate.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Where a claim review was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewSource {
+    /// schema.org `ClaimReview` JSON-LD on the fetched page.
+    Markup,
+    /// Google Fact Check Tools (`claims:search`, `claims:imageSearch`).
+    Api,
+}
+
+/// One fact-checker's review of one claim. Every text field is the publisher's (untrusted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimReview {
+    /// The review's page.
+    pub url: String,
+    /// The fact-checker (the review's `author` / the API's `publisher.name`).
+    pub publisher: String,
+    #[serde(default)]
+    pub publisher_site: Option<String>,
+    /// The claim as the reviewer wrote it (`claimReviewed`).
+    pub claim: String,
+    #[serde(default)]
+    pub claimant: Option<String>,
+    /// The rating in the reviewer's own words (`alternateName`, `textualRating`); may be
+    /// empty when the markup gives only numbers.
+    pub rating: String,
+    #[serde(default)]
+    pub rating_value: Option<f64>,
+    #[serde(default)]
+    pub best_rating: Option<f64>,
+    #[serde(default)]
+    pub worst_rating: Option<f64>,
+    #[serde(default)]
+    pub reviewed: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub language: Option<String>,
+    /// Where the claim appeared (`itemReviewed.appearance`).
+    #[serde(default)]
+    pub appearances: Vec<String>,
+    pub source: ReviewSource,
+}
+
+/// What a rating says, as a hint for the model and for telling disagreement apart; the reply's
+/// verdict is still chosen from the closed set and worded by the bot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RatingHint {
+    False,
+    Misleading,
+    True,
+    Unclear,
+}
+
+impl RatingHint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RatingHint::False => "false",
+            RatingHint::Misleading => "misleading",
+            RatingHint::True => "true",
+            RatingHint::Unclear => "unclear",
+        }
+    }
+}
+
+impl ClaimReview {
+    /// The rating mapped onto the hint: the reviewer's words first (scales differ by
+    /// publisher: "Pants on Fire", "Four Pinocchios", "Falso", "Faux"…), else the number
+    /// within its scale.
+    pub fn hint(&self) -> RatingHint {
+        let words = self.rating.to_lowercase();
+        let has = |list: &[&str]| list.iter().any(|w| words.contains(w));
+        if has(&[
+            "mostly false",
+            "half",
+            "mixture",
+            "misleading",
+            "missing context",
+            "out of context",
+            "partly",
+            "partially",
+            "exaggerat",
+            "cherry",
+            "engañoso",
+            "trompeur",
+            "irreführend",
+            "fuorviante",
+            "enganoso",
+            "two pinocchios",
+            "three pinocchios",
+        ]) {
+            return RatingHint::Misleading;
+        }
+        if has(&[
+            "false",
+            "pants on fire",
+            "fake",
+            "incorrect",
+            "wrong",
+            "hoax",
+            "fabricated",
+            "scam",
+            "four pinocchios",
+            "falso",
+            "faux",
+            "falsch",
+            "fałsz",
+            "onwaar",
+            "bogus",
+            "no evidence",
+            "unsupported",
+            "baseless",
+        ]) {
+            return RatingHint::False;
+        }
+        if has(&[
+            "true",
+            "correct",
+            "accurate",
+            "verdadero",
+            "vrai",
+            "richtig",
+            "vero",
+            "verdadeiro",
+            "geppetto",
+        ]) {
+            return RatingHint::True;
+        }
+        match (self.rating_value, self.worst_rating, self.best_rating) {
+            (Some(v), Some(w), Some(b)) if b != w => {
+                let at = (v - w) / (b - w);
+                if at <= 0.25 {
+                    RatingHint::False
+                } else if at >= 0.75 {
+                    RatingHint::True
+                } else {
+                    RatingHint::Misleading
+                }
+            }
+            _ => RatingHint::Unclear,
+        }
+    }
+
+    /// The rating as the bot quotes it: the reviewer's words, else the number on its scale.
+    pub fn rating_text(&self) -> String {
+        if !self.rating.trim().is_empty() {
+            return self.rating.trim().to_string();
+        }
+        match (self.rating_value, self.best_rating) {
+            (Some(v), Some(b)) => format!("{v} of {b}"),
+            (Some(v), None) => format!("{v}"),
+            _ => String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn review(rating: &str, value: Option<f64>) -> ClaimReview {
+        ClaimReview {
+            url: "https://fc.example/a".into(),
+            publisher: "FC".into(),
+            publisher_site: None,
+            claim: "c".into(),
+            claimant: None,
+            rating: rating.into(),
+            rating_value: value,
+            best_rating: value.map(|_| 5.0),
+            worst_rating: value.map(|_| 1.0),
+            reviewed: None,
+            language: None,
+            appearances: Vec::new(),
+            source: ReviewSource::Markup,
+        }
+    }
+
+    #[test]
+    fn publishers_scales_map_to_a_hint() {
+        for (rating, want) in [
+            ("Pants on Fire!", RatingHint::False),
+            ("False", RatingHint::False),
+            ("Mostly False", RatingHint::Misleading),
+            ("Half True", RatingHint::Misleading),
+            ("Missing context", RatingHint::Misleading),
+            ("Falso", RatingHint::False),
+            ("Faux", RatingHint::False),
+            ("Engañoso", RatingHint::Misleading),
+            ("True", RatingHint::True),
+            ("Correct attribution", RatingHint::True),
+            ("Satire", RatingHint::Unclear),
+        ] {
+            assert_eq!(review(rating, None).hint(), want, "{rating}");
+        }
+        assert_eq!(review("", Some(1.0)).hint(), RatingHint::False);
+        assert_eq!(review("", Some(3.0)).hint(), RatingHint::Misleading);
+        assert_eq!(review("", Some(5.0)).hint(), RatingHint::True);
+        assert_eq!(review("", Some(1.0)).rating_text(), "1 of 5");
+    }
+}

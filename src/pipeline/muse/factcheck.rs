@@ -1,0 +1,163 @@
+//! Professional fact-checks in the Muse pipeline (issue: evidence from fact-checkers): how a
+//! claim review reads as evidence ([`evidence_line`]) and how the reply names it
+//! ([`reply_sentence`]): who checked it, when, and their rating quoted verbatim (cut short,
+//! quote marks and line breaks removed; the composer defuses any mention or link in it), after
+//! the bot's own verdict sentence; when the checks disagree, or one is older than a year before
+//! the post, the reply says so. Reviews come from pages' markup (`extract::claimreview`) and
+//! the Fact Check Tools API (`search::factcheck`), and only those of pages that became
+//! evidence — which passed the citing rule where they landed — are named.
+
+use chrono::{DateTime, Utc};
+
+use crate::model::{ClaimReview, RatingHint};
+
+/// Characters of a publisher's rating or claim the bot quotes.
+const QUOTE_CHARS: usize = 80;
+
+fn quoted(text: &str, max: usize) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| {
+            if matches!(c, '"' | '“' | '”' | '\n' | '\r') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let words = clean.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out: String = words.chars().take(max).collect();
+    if words.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+fn publisher(r: &ClaimReview) -> String {
+    let p = quoted(&r.publisher, 60);
+    if p.is_empty() {
+        "A fact-checker".into()
+    } else {
+        p
+    }
+}
+
+fn day(d: Option<DateTime<Utc>>) -> String {
+    d.map(|d| d.format("%Y-%m-%d").to_string())
+        .unwrap_or_else(|| "an unknown date".into())
+}
+
+/// The review as an evidence line the model and the agents read.
+pub fn evidence_line(r: &ClaimReview) -> String {
+    format!(
+        "{} (a professional fact-checker) reviewed the claim \"{}\" on {} and rated it \"{}\".",
+        publisher(r),
+        quoted(&r.claim, 200),
+        day(r.reviewed),
+        quoted(&r.rating_text(), QUOTE_CHARS)
+    )
+}
+
+/// What the reply adds after its verdict about the checks found, or `None` without any.
+pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>) -> Option<String> {
+    let first = reviews.first()?;
+    let named = |r: &ClaimReview| {
+        format!(
+            "{} rated it \"{}\" ({}): {}",
+            publisher(r),
+            quoted(&r.rating_text(), QUOTE_CHARS),
+            day(r.reviewed),
+            r.url
+        )
+    };
+    let hints: Vec<RatingHint> = reviews
+        .iter()
+        .map(ClaimReview::hint)
+        .filter(|h| *h != RatingHint::Unclear)
+        .collect();
+    let disagree = hints.windows(2).any(|w| w[0] != w[1]);
+    let mut text = if reviews.len() == 1 {
+        format!("Fact-checked: {}.", named(first))
+    } else if disagree {
+        let all: Vec<String> = reviews.iter().take(3).map(named).collect();
+        format!("Fact-checkers disagree: {}.", all.join("; "))
+    } else {
+        let all: Vec<String> = reviews.iter().take(3).map(named).collect();
+        format!("Fact-checked: {}.", all.join("; "))
+    };
+    let newest = reviews.iter().filter_map(|r| r.reviewed).max();
+    if newest.is_some_and(|d| post_time - d > chrono::Duration::days(365)) {
+        text.push_str(" That check is older than a year; the claim may have changed since.");
+    }
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ReviewSource;
+
+    fn review(publisher: &str, rating: &str, date: &str, url: &str) -> ClaimReview {
+        ClaimReview {
+            url: url.into(),
+            publisher: publisher.into(),
+            publisher_site: None,
+            claim: "The Moon is made of cheese".into(),
+            claimant: None,
+            rating: rating.into(),
+            rating_value: None,
+            best_rating: None,
+            worst_rating: None,
+            reviewed: DateTime::parse_from_rfc3339(date).ok().map(|d| d.with_timezone(&Utc)),
+            language: None,
+            appearances: Vec::new(),
+            source: ReviewSource::Markup,
+        }
+    }
+
+    #[test]
+    fn the_reply_names_who_checked_when_and_their_rating() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let one = [review(
+            "PolitiFact",
+            "Pants on \"Fire\"\n",
+            "2026-11-20T00:00:00Z",
+            "https://www.politifact.com/a",
+        )];
+        assert_eq!(
+            reply_sentence(&one, now).unwrap(),
+            "Fact-checked: PolitiFact rated it \"Pants on Fire\" (2026-11-20): https://www.politifact.com/a."
+        );
+        let two = [
+            review(
+                "PolitiFact",
+                "False",
+                "2026-11-20T00:00:00Z",
+                "https://www.politifact.com/a",
+            ),
+            review(
+                "Snopes",
+                "Mostly True",
+                "2026-11-21T00:00:00Z",
+                "https://www.snopes.com/b",
+            ),
+        ];
+        assert!(reply_sentence(&two, now)
+            .unwrap()
+            .starts_with("Fact-checkers disagree: PolitiFact"));
+        let old = [review(
+            "Full Fact",
+            "False",
+            "2020-01-01T00:00:00Z",
+            "https://fullfact.org/c",
+        )];
+        assert!(reply_sentence(&old, now)
+            .unwrap()
+            .ends_with("the claim may have changed since."));
+        assert_eq!(reply_sentence(&[], now), None);
+        let long = review("X", &"very ".repeat(100), "2026-11-20T00:00:00Z", "https://x.example");
+        assert!(evidence_line(&long).chars().count() < 400);
+    }
+}
