@@ -83,6 +83,7 @@ pub struct Metrics {
     pub errors: Family<ErrorLabel, Counter>,
     pub search_failures: Family<SearchFailureLabel, Counter>,
     pub verifications: Family<OutcomeLabel, Counter>,
+    pub fact_checks: Family<OutcomeLabel, Counter>,
     /// Today's LLM tokens and the used share of the day's budget (0 without one).
     pub budget_tokens: Gauge,
     pub budget_used: Gauge<f64, std::sync::atomic::AtomicU64>,
@@ -112,6 +113,7 @@ impl Metrics {
         let errors = Family::<ErrorLabel, Counter>::default();
         let search_failures = Family::<SearchFailureLabel, Counter>::default();
         let verifications = Family::<OutcomeLabel, Counter>::default();
+        let fact_checks = Family::<OutcomeLabel, Counter>::default();
         let budget_tokens = Gauge::default();
         let budget_used = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
         registry.register(
@@ -143,6 +145,11 @@ impl Metrics {
             verifications.clone(),
         );
         registry.register(
+            "fact_checks",
+            "Professional fact-checks, by outcome (found: by the API or a page's markup; named: in a reply)",
+            fact_checks.clone(),
+        );
+        registry.register(
             "search_failures",
             "Failed search requests (after retries), by backend and kind",
             search_failures.clone(),
@@ -157,6 +164,7 @@ impl Metrics {
             errors,
             search_failures,
             verifications,
+            fact_checks,
             budget_tokens,
             budget_used,
             budget: Mutex::new(serde_json::Value::Null),
@@ -230,6 +238,17 @@ impl Metrics {
                 outcome: outcome.into(),
             })
             .inc();
+    }
+
+    /// A draft's fact-checks: how many were found and how many its reply names.
+    pub fn fact_checks(&self, found: usize, named: usize) {
+        for (outcome, n) in [("found", found), ("named", named)] {
+            self.fact_checks
+                .get_or_create(&OutcomeLabel {
+                    outcome: outcome.into(),
+                })
+                .inc_by(n as u64);
+        }
     }
 
     pub fn search_ok(&self, backend: &str) {

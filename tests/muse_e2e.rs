@@ -876,5 +876,8 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
         block(&reply_prompt, "evidence").contains("AP Fact Check (a professional fact-checker) reviewed the claim"),
         "{reply_prompt}"
     );
+    let metrics = daemon.http_get("/metrics").await;
+    assert!(metrics.contains("fact_checks_total{outcome=\"named\"} 2"), "{metrics}");
+    assert!(metrics.contains("fact_checks_total{outcome=\"found\"} 2"), "{metrics}");
     let _ = daemon.terminate(Duration::from_secs(10));
 }

@@ -302,6 +302,28 @@ impl Run<'_> {
         }
         match result {
             Ok((draft, usage)) => {
+                if let Some(r) = &job.retrieval {
+                    let mut found: Vec<(&str, &str)> = r
+                        .fact_checks
+                        .iter()
+                        .map(|c| (c.url.as_str(), c.claim.as_str()))
+                        .collect();
+                    found.extend(
+                        r.pages
+                            .iter()
+                            .flatten()
+                            .flat_map(|p| p.claim_reviews.iter())
+                            .map(|c| (c.url.as_str(), c.claim.as_str())),
+                    );
+                    found.sort();
+                    found.dedup();
+                    let named = if draft.outcome == Outcome::Reply {
+                        r.cited_reviews().len()
+                    } else {
+                        0
+                    };
+                    self.worker.metrics.fact_checks(found.len(), named);
+                }
                 job.draft = Some(draft);
                 Ok(StageOutcome::Next(usage))
             }
