@@ -210,9 +210,10 @@ impl CheckReport {
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "post by {} at {}:\n  {}\n\n",
+            "post by {} at {} (language: {}):\n  {}\n\n",
             self.post.author,
             self.post.created_at.to_rfc3339(),
+            self.post.language.as_deref().unwrap_or("unknown"),
             self.post.text.replace('\n', "\n  ")
         ));
         if let Some(r) = &self.retrieval {

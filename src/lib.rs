@@ -15,6 +15,7 @@ pub mod http;
 pub mod image;
 pub mod inspect;
 pub mod intake;
+pub mod lang;
 pub mod llm;
 pub mod metrics;
 pub mod model;

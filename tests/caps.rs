@@ -63,7 +63,7 @@ async fn an_endless_search_answer_is_cut_at_the_cap() {
         ..SearchConfig::default()
     };
     let searcher = Searcher::new(&config, None).unwrap();
-    let e = searcher.search("moon", None).await.unwrap_err();
+    let e = searcher.search("moon", None, None).await.unwrap_err();
     assert!(e.to_string().contains("larger than 1000000 bytes"), "{e}");
     assert_eq!(e.kind(), "decode");
 }

@@ -112,6 +112,8 @@ struct LocalWeb {
     /// Switches that make the search server or the web answer 503.
     search_down: std::sync::Arc<std::sync::atomic::AtomicBool>,
     web_down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Every search request's parameters.
+    searched: std::sync::Arc<std::sync::Mutex<Vec<BTreeMap<String, String>>>>,
 }
 
 /// The local web, or `None` (with a message: the test is skipped) without ../shared/data.
@@ -240,6 +242,7 @@ test_resolve = [{}]
         post_text,
         search_down: search.down.clone(),
         web_down: web.down.clone(),
+        searched: search.asked.clone(),
     }
 }
 
@@ -879,5 +882,54 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
     let metrics = daemon.http_get("/metrics").await;
     assert!(metrics.contains("fact_checks_total{outcome=\"named\"} 2"), "{metrics}");
     assert!(metrics.contains("fact_checks_total{outcome=\"found\"} 2"), "{metrics}");
+    let _ = daemon.terminate(Duration::from_secs(10));
+}
+
+/// A German post: its language is detected (mastodon-mock tags none), the queries prompt asks
+/// for queries in German and in English, and each query reaches the search engine with its
+/// own language (`language=de` for the German one, `en` for the English one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_german_post_is_searched_in_german_and_in_english() {
+    let Some(web) = local_web_if_data().await else { return };
+    let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        if system.contains("web search queries") && system.contains("code \"de\"") {
+            return json!({"queries": ["Chinesische Mauer vom Mond aus sichtbar Behauptung", "Great Wall of China visible from the Moon claim"]}).to_string();
+        }
+        scripted_muse(body)
+    }))
+    .await;
+    let german = "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann. Das haben die Astronauten bestätigt.";
+    let Asked {
+        mut daemon, dir: _dir, ..
+    } = ask(&web.extra, german, &llm.base_url, |c| c, Duration::from_secs(120)).await;
+    let requests = llm.requests.lock().unwrap().clone();
+    let queries_prompt = requests
+        .iter()
+        .map(|b| b["messages"][0]["content"].as_str().unwrap_or("").to_string())
+        .find(|s| s.contains("web search queries"))
+        .expect("a queries call");
+    assert!(
+        queries_prompt.contains("code \"de\"") && queries_prompt.contains("rest in English"),
+        "{queries_prompt}"
+    );
+    let searched = web.searched.lock().unwrap().clone();
+    let lang_of = |q: &str| {
+        searched
+            .iter()
+            .find(|p| p.get("q").map(String::as_str) == Some(q))
+            .and_then(|p| p.get("language").cloned())
+    };
+    assert_eq!(
+        lang_of("Chinesische Mauer vom Mond aus sichtbar Behauptung").as_deref(),
+        Some("de"),
+        "{searched:?}\n{}",
+        daemon.log_text()
+    );
+    assert_eq!(
+        lang_of("Great Wall of China visible from the Moon claim").as_deref(),
+        Some("en"),
+        "{searched:?}"
+    );
     let _ = daemon.terminate(Duration::from_secs(10));
 }

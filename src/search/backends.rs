@@ -51,16 +51,42 @@ impl BackendKind {
     }
 }
 
-/// One request to one backend, parsed into hits.
+/// What one search asks: the query, the date bound, the query's language (ISO 639-1).
+pub struct Ask<'a> {
+    pub query: &'a str,
+    pub before: Option<DateTime<Utc>>,
+    pub language: Option<&'a str>,
+}
+
+/// Brave's `search_lang` for an ISO 639-1 code: its own spelling for a few (`jp`, `zh-hans`,
+/// `pt-br` — most Portuguese on Mastodon and Bluesky is Brazilian), the code for the rest.
+fn brave_lang(code: &str) -> String {
+    match code {
+        "ja" => "jp",
+        "zh" => "zh-hans",
+        "pt" => "pt-br",
+        "no" => "nb",
+        other => other,
+    }
+    .to_string()
+}
+
+/// One request to one backend, parsed into hits. `language`: the post's (ISO 639-1), passed
+/// as each service's language parameter (Google `lr`/`hl`, Brave `search_lang`, SearXNG
+/// `language`, Serper and SerpApi `hl`; Tavily has none).
 pub async fn run(
     http: &reqwest::Client,
     config: &BackendConfig,
     key: Option<&Secret>,
-    query: &str,
-    before: Option<DateTime<Utc>>,
+    ask: &Ask<'_>,
     n: usize,
     max_bytes: usize,
 ) -> Result<Vec<Hit>, SearchError> {
+    let (query, before, language) = (ask.query, ask.before, ask.language);
+    // The post's language (ISO 639-1), as each service names it; none for an unknown one.
+    let lang = language
+        .map(str::to_ascii_lowercase)
+        .filter(|l| l.len() == 2 && l.chars().all(|c| c.is_ascii_lowercase()));
     let kind = config.kind;
     let name = kind.as_str();
     let base = if config.base_url.is_empty() {
@@ -81,6 +107,10 @@ pub async fn run(
             if let Some(b) = before {
                 q.push(("sort", format!("date:r::{}", b.format("%Y%m%d"))));
             }
+            if let Some(l) = &lang {
+                q.push(("lr", format!("lang_{l}")));
+                q.push(("hl", l.clone()));
+            }
             http.get(format!("{base}/customsearch/v1")).query(&q)
         }
         BackendKind::Brave => {
@@ -88,19 +118,34 @@ pub async fn run(
             if let Some(b) = before {
                 q.push(("freshness", format!("1970-01-01to{}", b.format("%Y-%m-%d"))));
             }
+            if let Some(l) = &lang {
+                q.push(("search_lang", brave_lang(l)));
+            }
             http.get(format!("{base}/res/v1/web/search"))
                 .header("X-Subscription-Token", key)
                 .header("Accept", "application/json")
                 .query(&q)
         }
-        BackendKind::Searxng => http
-            .get(format!("{base}/search"))
-            .header("Accept-Language", "en-US,en;q=0.8")
-            .query(&[("q", query), ("format", "json"), ("pageno", "1")]),
+        BackendKind::Searxng => {
+            let mut q = vec![
+                ("q", query.to_string()),
+                ("format", "json".into()),
+                ("pageno", "1".into()),
+            ];
+            if let Some(l) = &lang {
+                q.push(("language", l.clone()));
+            }
+            http.get(format!("{base}/search"))
+                .header("Accept-Language", "en-US,en;q=0.8")
+                .query(&q)
+        }
         BackendKind::Serper => {
             let mut body = json!({"q": query, "num": n});
             if let Some(b) = before {
                 body["tbs"] = json!(format!("cdr:1,cd_min:,cd_max:{}", b.format("%m/%d/%Y")));
+            }
+            if let Some(l) = &lang {
+                body["hl"] = json!(l);
             }
             http.post(format!("{base}/search")).header("X-API-KEY", key).json(&body)
         }
@@ -113,6 +158,10 @@ pub async fn run(
             ];
             if let Some(b) = before {
                 q.push(("tbs", format!("cdr:1,cd_min:,cd_max:{}", b.format("%m/%d/%Y"))));
+            }
+            if let Some(l) = &lang {
+                q.push(("hl", l.clone()));
+                q.push(("lr", format!("lang_{l}")));
             }
             http.get(format!("{base}/search.json")).query(&q)
         }
@@ -325,5 +374,67 @@ mod tests {
             &json!({"error":"Your account has run out of searches."})
         )
         .is_err());
+    }
+
+    /// Each service is asked in the query's language with its own parameter (Google
+    /// `lr=lang_xx`/`hl`, Brave `search_lang` in its spelling, SearXNG `language`, SerpApi
+    /// `hl`/`lr`, Serper `hl` in the body); no language, no parameter.
+    #[tokio::test]
+    async fn the_query_language_reaches_each_service_as_it_names_it() {
+        use std::sync::{Arc, Mutex};
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let log = seen.clone();
+        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let log = log.clone();
+            async move {
+                let query = req.uri().query().unwrap_or_default().to_string();
+                let body = axum::body::to_bytes(req.into_body(), 1 << 20).await.unwrap_or_default();
+                log.lock()
+                    .unwrap()
+                    .push(format!("{query} {}", String::from_utf8_lossy(&body)));
+                axum::Json(json!({}))
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let http = reqwest::Client::new();
+        let key = Secret::new("k");
+        let cases: &[(BackendKind, Option<&str>, &[&str])] = &[
+            (BackendKind::Google, Some("de"), &["lr=lang_de", "hl=de"]),
+            (BackendKind::Brave, Some("ja"), &["search_lang=jp"]),
+            (BackendKind::Brave, Some("pt"), &["search_lang=pt-br"]),
+            (BackendKind::Searxng, Some("es"), &["language=es"]),
+            (BackendKind::Serpapi, Some("fr"), &["hl=fr", "lr=lang_fr"]),
+            (BackendKind::Serper, Some("it"), &["\"hl\":\"it\""]),
+        ];
+        for (kind, lang, want) in cases {
+            seen.lock().unwrap().clear();
+            let config = BackendConfig {
+                kind: *kind,
+                base_url: format!("http://{addr}"),
+                api_key_env: String::new(),
+                api_key_file: String::new(),
+                cx: "cx".into(),
+            };
+            let ask = Ask {
+                query: "Mond Käse",
+                before: None,
+                language: *lang,
+            };
+            let _ = run(&http, &config, Some(&key), &ask, 10, 1 << 20).await;
+            let asked = seen.lock().unwrap().join("\n");
+            for w in *want {
+                assert!(asked.contains(w), "{kind:?}: {w} not in {asked}");
+            }
+            let plain = Ask {
+                query: "moon",
+                before: None,
+                language: None,
+            };
+            let _ = run(&http, &config, Some(&key), &plain, 10, 1 << 20).await;
+            let plain = seen.lock().unwrap().last().cloned().unwrap_or_default();
+            assert!(!plain.contains("lang") && !plain.contains("hl"), "{kind:?}: {plain}");
+        }
     }
 }

@@ -186,7 +186,13 @@ impl Searcher {
     }
 
     /// Results for `query`, from the cache or the first backend that answers.
-    pub async fn search(&self, query: &str, before: Option<DateTime<Utc>>) -> Result<Vec<Hit>, SearchError> {
+    /// `language`: the post's (ISO 639-1), for the backends' language parameters.
+    pub async fn search(
+        &self,
+        query: &str,
+        before: Option<DateTime<Utc>>,
+        language: Option<&str>,
+    ) -> Result<Vec<Hit>, SearchError> {
         if self.backends.is_empty() {
             return Err(SearchError::NoBackend);
         }
@@ -194,21 +200,26 @@ impl Searcher {
         for backend in &self.backends {
             let kind = backend.config.kind;
             let cache_key = format!(
-                "{}|{}|{}",
+                "{}|{}|{}|{}",
                 kind.as_str(),
                 before.map(|b| b.to_rfc3339()).unwrap_or_default(),
+                language.unwrap_or_default(),
                 query
             );
             if let Some(hits) = self.cached(&cache_key) {
                 return Ok(hits);
             }
+            let ask = backends::Ask {
+                query,
+                before,
+                language,
+            };
             let result = retry::with_retries(self.config.max_retries, "search", || {
                 backends::run(
                     &self.http,
                     &backend.config,
                     backend.key.as_ref(),
-                    query,
-                    before,
+                    &ask,
                     self.config.results_per_query,
                     self.config.max_response_bytes,
                 )

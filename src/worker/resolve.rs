@@ -32,13 +32,17 @@ impl Run<'_> {
                 return Ok(StageOutcome::Skip(reason));
             }
         }
-        let target = match self.platform.resolve(&job.trigger).await {
+        let mut target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
             Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
             Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
             Err(PlatformError::Fatal(e) | PlatformError::TooLong(e)) => return Err(StageError::Fatal(e)),
             Err(PlatformError::RateLimited { until, message }) => return Err(StageError::Parked { until, message }),
         };
+        // The platform's language tag, else the text's own (kept in the job, shown by `check`).
+        if target.language.as_deref().is_none_or(|l| l.trim().is_empty()) {
+            target.language = crate::lang::detect(&target.text).map(str::to_string);
+        }
         if let Some(reason) = self.skip_reason(job, &target) {
             return Ok(StageOutcome::Skip(reason));
         }

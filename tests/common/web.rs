@@ -80,6 +80,8 @@ pub type Results = Arc<dyn Fn(&str) -> Vec<Value> + Send + Sync>;
 pub struct SearchServer {
     pub addr: SocketAddr,
     pub down: Arc<AtomicBool>,
+    /// Every request's parameters, in order.
+    pub asked: Arc<std::sync::Mutex<Vec<BTreeMap<String, String>>>>,
 }
 
 impl SearchServer {
@@ -87,10 +89,13 @@ impl SearchServer {
         let results: Results = Arc::new(results);
         let down = Arc::new(AtomicBool::new(false));
         let flag = down.clone();
+        let asked: Arc<std::sync::Mutex<Vec<BTreeMap<String, String>>>> = Arc::default();
+        let log = asked.clone();
         let router = axum::Router::new().route(
             "/search",
             get(move |Query(q): Query<BTreeMap<String, String>>| {
                 let (results, flag) = (results.clone(), flag.clone());
+                log.lock().unwrap().push(q.clone());
                 async move {
                     if flag.load(Ordering::SeqCst) {
                         return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
@@ -108,6 +113,7 @@ impl SearchServer {
         SearchServer {
             addr: serve(router).await,
             down,
+            asked,
         }
     }
 

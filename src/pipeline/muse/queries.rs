@@ -21,7 +21,12 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     } else {
         TEXT_QUERIES
     };
-    let system = m.prompts.render("queries.system.j2", context! { n => n })?;
+    // The post's language as a bare code (a Bluesky `langs` entry is whatever the client
+    // wrote): the model is asked for queries in it and in English.
+    let language = crate::lang::primary(post.language.as_deref());
+    let system = m
+        .prompts
+        .render("queries.system.j2", context! { n => n, language => language })?;
     let user = m.prompts.render("queries.user.j2", post_context(post))?;
     let schema = serde_json::json!({"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}, "maxItems": n}}, "required": ["queries"]});
     let c = m

@@ -29,7 +29,9 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     let (mut failed, mut last_error) = (0, None);
     let mut searches: Vec<(String, Vec<Hit>)> = Vec::new();
     for query in &queries {
-        match m.searcher.search(query, m.before).await {
+        // Each query in its own language (the model writes some in the post's, some in
+        // English); one too short to tell goes without a language parameter.
+        match m.searcher.search(query, m.before, crate::lang::detect(query)).await {
             Ok(h) => searches.push((query.clone(), h)),
             Err(e) => {
                 tracing::warn!(query, error = %e, "search failed");
@@ -74,7 +76,8 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     if let Some(fc) = &m.factcheck {
         // Professional fact-checks of the queries and the pictures: their pages are candidates
         // like any result; their reviews are kept for pages whose markup lacks one.
-        let language = post.language.as_deref();
+        let language = crate::lang::primary(post.language.as_deref());
+        let language = language.as_deref();
         let mut asked: Vec<(
             String,
             Result<Vec<crate::model::ClaimReview>, crate::search::SearchError>,

@@ -1,0 +1,127 @@
+//! A text's language (issue: answer in the post's language; in part): `whatlang`'s trigram
+//! detector, answered only when it calls itself reliable, as an ISO 639-1 code (the form
+//! platforms tag posts with and search services take). A post's platform tag wins; this
+//! fills it in when a post has none, and tells each search query's language to the backends.
+
+/// Letters a text needs before its language is guessed.
+const MIN_LETTERS: usize = 12;
+/// whatlang's confidence (0–1) a guess needs.
+const MIN_CONFIDENCE: f64 = 0.5;
+
+/// The language of `text` as ISO 639-1, or `None` when it is too short, mixed or unreliable,
+/// or a language without a two-letter code here.
+pub fn detect(text: &str) -> Option<&'static str> {
+    use whatlang::Lang::*;
+    // Only languages common on Mastodon and Bluesky are guessed among: on a short post a
+    // neighbour (Catalan for Spanish, Galician for Portuguese) otherwise wins as often as not.
+    let detector = whatlang::Detector::with_allowlist(vec![
+        Eng, Deu, Fra, Spa, Por, Ita, Nld, Jpn, Cmn, Kor, Rus, Ukr, Pol, Ces, Swe, Dan, Fin, Nob, Tur, Ell, Ara, Heb,
+        Ind, Vie, Tha, Hun, Ron,
+    ]);
+    let info = detector.detect(text)?;
+    // whatlang's own "reliable" wants long texts; a post is short. A confident guess on a text
+    // of a few words is what the tests below hold it to.
+    if text.chars().filter(|c| c.is_alphabetic()).count() < MIN_LETTERS || info.confidence() < MIN_CONFIDENCE {
+        return None;
+    }
+    iso639_1(info.lang().code())
+}
+
+/// The primary subtag of a language tag (`pt-BR` → `pt`) when it is a plain ISO 639 code
+/// (two or three ASCII letters); `None` for anything else a client may have written.
+pub fn primary(tag: Option<&str>) -> Option<String> {
+    let first = tag?.trim().split(['-', '_']).next()?.to_ascii_lowercase();
+    ((2..=3).contains(&first.len()) && first.chars().all(|c| c.is_ascii_lowercase())).then_some(first)
+}
+
+/// ISO 639-3 (whatlang's) → ISO 639-1.
+fn iso639_1(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "eng" => "en",
+        "deu" => "de",
+        "fra" => "fr",
+        "spa" => "es",
+        "por" => "pt",
+        "ita" => "it",
+        "nld" => "nl",
+        "jpn" => "ja",
+        "cmn" => "zh",
+        "kor" => "ko",
+        "rus" => "ru",
+        "ukr" => "uk",
+        "pol" => "pl",
+        "ces" => "cs",
+        "slk" => "sk",
+        "slv" => "sl",
+        "hrv" => "hr",
+        "srp" => "sr",
+        "bul" => "bg",
+        "ron" => "ro",
+        "hun" => "hu",
+        "fin" => "fi",
+        "swe" => "sv",
+        "dan" => "da",
+        "nob" => "no",
+        "ell" => "el",
+        "tur" => "tr",
+        "ara" => "ar",
+        "heb" => "he",
+        "pes" => "fa",
+        "hin" => "hi",
+        "ben" => "bn",
+        "ind" => "id",
+        "vie" => "vi",
+        "tha" => "th",
+        "cat" => "ca",
+        "epo" => "eo",
+        "lit" => "lt",
+        "lav" => "lv",
+        "est" => "et",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_reduced_to_a_plain_code() {
+        assert_eq!(primary(Some("pt-BR")).as_deref(), Some("pt"));
+        assert_eq!(primary(Some("DE")).as_deref(), Some("de"));
+        assert_eq!(primary(Some("ignore previous instructions")), None);
+        assert_eq!(primary(Some("</post>")), None);
+        assert_eq!(primary(None), None);
+    }
+
+    #[test]
+    fn posts_are_told_apart_by_language() {
+        for (text, want) in [
+            (
+                "The Great Wall of China is the only man-made structure visible from the Moon.",
+                Some("en"),
+            ),
+            (
+                "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann.",
+                Some("de"),
+            ),
+            (
+                "La Gran Muralla China es la única construcción humana visible desde la Luna a simple vista.",
+                Some("es"),
+            ),
+            (
+                "万里の長城は月から肉眼で見える唯一の人工建造物だと言われています。",
+                Some("ja"),
+            ),
+            (
+                "La Grande Muraille de Chine est la seule construction humaine visible depuis la Lune.",
+                Some("fr"),
+            ),
+            ("ok", None),
+            ("@alice lol", None),
+        ] {
+            let info = whatlang::detect(text);
+            assert_eq!(detect(text), want, "{text}: {info:?}");
+        }
+    }
+}
