@@ -75,6 +75,22 @@ async fn start_bot_at(
     }
 }
 
+/// A bot whose one Bluesky moderator is `moderator` (a handle), answering every fish claim
+/// with the same verdict, its first notifications poll done.
+async fn start_moderated_bot(net: &'static Network, moderator: &str) -> Bot {
+    let extra = format!("\n[moderation]\nbluesky_moderators = [\"{moderator}\"]\n");
+    let bot = start_bot_at(
+        net,
+        &net.pds,
+        Script::reply("This post is false: fish do not sleep upside down."),
+        None,
+        &extra,
+    )
+    .await;
+    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+    bot
+}
+
 async fn wait_for_log(daemon: &Daemon, needle: &str) {
     for _ in 0..200 {
         if daemon.log_text().contains(needle) {
@@ -581,16 +597,7 @@ async fn firehose_mode_answers_a_mention_without_an_appview() {
 async fn moderators_command_and_users_opt_out_on_bluesky() {
     let Some(net) = Network::shared() else { return };
     let alice = net.account("alice").await;
-    let extra = format!("\n[moderation]\nbluesky_moderators = [\"{}\"]\n", alice.handle);
-    let bot = start_bot_at(
-        net,
-        &net.pds,
-        Script::reply("This post is false: fish do not sleep upside down."),
-        None,
-        &extra,
-    )
-    .await;
-    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+    let bot = start_moderated_bot(net, &alice.handle).await;
     let bob = net.account("bob").await;
     let carol = net.account("carol").await;
     // A top-level post that mentions the bot.
@@ -688,16 +695,7 @@ async fn rights_and_memory_follow_the_did_across_a_handle_takeover() {
     let Some(net) = Network::shared() else { return };
     let mut alice = net.account("alice").await;
     let old_handle = alice.handle.clone();
-    let extra = format!("\n[moderation]\nbluesky_moderators = [\"{old_handle}\"]\n");
-    let bot = start_bot_at(
-        net,
-        &net.pds,
-        Script::reply("This post is false: fish do not sleep upside down."),
-        None,
-        &extra,
-    )
-    .await;
-    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+    let bot = start_moderated_bot(net, &old_handle).await;
     assert!(
         bot.daemon.log_text().contains(&alice.did),
         "the moderator's handle was resolved to a DID"

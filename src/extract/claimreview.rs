@@ -17,8 +17,8 @@ pub const MAX_BLOCK_BYTES: usize = 256 * 1024;
 /// Reviews kept per page.
 const MAX_REVIEWS: usize = 10;
 
-/// The claim reviews of `html`, published at `page_url` (a review without its own `url` is
-/// the page's).
+/// The claim reviews of `html`, published at `page_url` (their URL, whatever `url` the markup
+/// gives).
 pub fn read(html: &str, page_url: &str) -> Vec<ClaimReview> {
     let mut out = Vec::new();
     for block in json_ld_blocks(html).into_iter().take(MAX_BLOCKS) {
@@ -144,11 +144,10 @@ fn review(v: &Value, page_url: &str) -> Option<ClaimReview> {
         );
     }
     appearances.truncate(10);
-    let url = text(v.get("url"))
-        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-        .unwrap_or_else(|| page_url.to_string());
+    // The review is this page's: it is cited where the page landed and was judged, never at
+    // a `url` the markup names (outside text does not choose a link).
     Some(ClaimReview {
-        url,
+        url: page_url.to_string(),
         publisher: text(author).unwrap_or_default(),
         publisher_site: author.and_then(|a| text(a.get("url"))),
         claim,

@@ -1,5 +1,6 @@
 //! Main-text extraction with `rs-trafilatura` (no hand-written extractor): text, title, publish
-//! date, main image, language, word count; and the pipeline's keep/drop decision before
+//! date, main image, language, word count, the page's `ClaimReview` markup ([`claimreview`]);
+//! and the pipeline's keep/drop decision before
 //! relevance — too short (< 100 words) or published after the cut-off time. Untrusted pages go
 //! through [`extract_bounded`] (nesting bound, own big-stack thread, time budget).
 

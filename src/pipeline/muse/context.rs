@@ -18,7 +18,7 @@ use super::{describe, post_context, usage_of, Muse};
 use crate::extract::{self, Decision};
 use crate::llm::{ChatMessage, LlmClient};
 use crate::model::{
-    ContextFinding, ContextPage, Debate, DebateEnd, Evidence, ImageContext, Post, Retrieval, Support, Tier, Usage,
+    ContextFinding, ContextPage, Debate, DebateEnd, Evidence, ImageContext, Post, Retrieval, Support, Usage,
 };
 use crate::pipeline::debate::{Case, Debater};
 use crate::pipeline::PipelineError;
@@ -213,7 +213,7 @@ fn as_evidence(m: &Muse, ctx: &ImageContext) -> Vec<Evidence> {
         .flatten()
         .filter(|p| p.skipped.is_none())
         .filter_map(|p| match m.citable(&p.url) {
-            Ok(v) => Some((p, v.tier.unwrap_or(Tier::Low))),
+            Ok((_, tier)) => Some((p, tier)),
             Err(why) => {
                 tracing::info!(url = %p.url, reason = why.as_str(), "a page showing the picture is context only, not cited");
                 None

@@ -62,8 +62,8 @@ impl Muse {
 
     /// The one rule for what a reply may cite, applied to a search result and again to the URL
     /// its page landed on after redirects: not on a blocked domain, not someone's social post,
-    /// a publisher the credibility rules admit (with its tier).
-    pub fn citable(&self, url: &str) -> Result<crate::credibility::Verdict, DropReason> {
+    /// a publisher the credibility rules admit: its domain and tier.
+    pub fn citable(&self, url: &str) -> Result<(String, crate::model::Tier), DropReason> {
         if self.blocked(url) {
             return Err(DropReason::Blocked("moderation.blocked_domains".into()));
         }
@@ -72,7 +72,7 @@ impl Muse {
         }
         let verdict = self.credibility.verdict(url);
         match verdict.tier {
-            Some(_) => Ok(verdict),
+            Some(tier) => Ok((verdict.domain, tier)),
             None => Err(DropReason::LowCredibility),
         }
     }

@@ -163,11 +163,11 @@ async fn fetch_wave(
                 Ok(f) if f.url.as_str() != c.url => match m.citable(f.url.as_str()) {
                     // Judged where it landed: the page is cited at its final URL, at that
                     // publisher's tier.
-                    Ok(v) => {
+                    Ok((domain, tier)) => {
                         tracing::info!(from = %c.url, to = %f.url, "search result redirected; judged at its final URL");
                         c.url = f.url.to_string();
-                        c.domain = v.domain;
-                        c.tier = v.tier.unwrap_or(c.tier);
+                        c.domain = domain;
+                        c.tier = tier;
                         read_fetched(f, &c.url, before, want_main_image).await
                     }
                     Err(why) => Err((DropReason::Redirected(format!("{} ({})", f.url, why.as_str())), false)),

@@ -115,7 +115,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     for (query, hits) in searches {
         let mut per_tier = [0usize; 3];
         for hit in hits {
-            let verdict = match m.citable(&hit.url) {
+            let (domain, tier) = match m.citable(&hit.url) {
                 Ok(v) => v,
                 Err(reason) => {
                     drop_url(hit.url, reason);
@@ -129,9 +129,6 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
                 .unwrap_or(&hit.url)
                 .trim_end_matches('/')
                 .to_string();
-            let Some(tier) = verdict.tier else {
-                continue;
-            };
             if !seen.insert(key) {
                 continue;
             }
@@ -144,7 +141,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
             out.push(Candidate {
                 url: hit.url,
                 title: hit.title,
-                domain: verdict.domain,
+                domain,
                 tier,
                 query: query.clone(),
             });

@@ -227,13 +227,7 @@ impl Bluesky {
     pub async fn post(&self, part: &Part<'_>) -> Result<(String, Option<String>), PlatformError> {
         let parent = self.strong_ref(part.reply_to).await?;
         let rkey = richtext::tid(part.created.timestamp_micros(), part.seq, part.key);
-        // The one mention facet is the requester's, to the DID the notification gave: no
-        // handle in the text is looked up (a handle can have changed hands since).
-        let dids: HashMap<String, String> = part
-            .mention
-            .map(|(handle, did)| (handle.to_lowercase(), did.to_string()))
-            .into_iter()
-            .collect();
+
         let mut record = json!({
             "$type": POST,
             "text": part.text,
@@ -243,7 +237,8 @@ impl Bluesky {
                 "parent": { "uri": part.reply_to, "cid": parent.cid },
             },
         });
-        let facets = richtext::facets(part.text, &dids);
+        // The one mention facet is the requester's, to the DID the notification gave.
+        let facets = richtext::facets(part.text, part.mention);
         if !facets.is_empty() {
             record["facets"] = json!(facets);
         }

@@ -1,18 +1,18 @@
 //! Outgoing Bluesky text: facets and record keys.
 //!
-//! - [`facets`]: a link facet for every URL and a mention facet for every `@handle` whose DID
-//!   is known, at UTF-8 byte offsets (what the lexicon counts; JavaScript clients that count
+//! - [`facets`]: a link facet for every URL and a mention facet for the requester's `@handle`
+//!   only, to the DID the notification gave (no handle in the text is ever looked up: handles
+//!   change hands), at UTF-8 byte offsets (what the lexicon counts; JavaScript clients that count
 //!   UTF-16 units get them wrong on non-ASCII text).
 //! - [`tid`]: a deterministic record key in the TID syntax, so a part posted again after a
 //!   crash or a retry lands on the same record instead of a second one.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Value};
 
-/// Where each URL and `@handle` of `text` stands, as facets (JSON, `app.bsky.richtext.facet`).
-/// `dids` maps a handle (lower case, without `@`) to its DID; handles without one get no facet.
-pub fn facets(text: &str, dids: &HashMap<String, String>) -> Vec<Value> {
+/// Where each URL and the requester's `@handle` of `text` stand, as facets (JSON,
+/// `app.bsky.richtext.facet`). `mention`: the requester as (handle, DID); every other handle
+/// gets no facet.
+pub fn facets(text: &str, mention: Option<(&str, &str)>) -> Vec<Value> {
     let mut out = Vec::new();
     for (start, token) in tokens(text) {
         if let Some(url) = url_in(token) {
@@ -22,7 +22,7 @@ pub fn facets(text: &str, dids: &HashMap<String, String>) -> Vec<Value> {
                 "features": [{ "$type": "app.bsky.richtext.facet#link", "uri": url }],
             }));
         } else if let Some(handle) = handle_in(token) {
-            if let Some(did) = dids.get(&handle.to_lowercase()) {
+            if let Some((_, did)) = mention.filter(|(h, _)| h.eq_ignore_ascii_case(handle)) {
                 // The span includes the `@`.
                 let begin = start + token.find('@').expect("handle follows @");
                 out.push(json!({
@@ -98,8 +98,7 @@ mod tests {
     #[test]
     fn facets_use_utf8_byte_offsets() {
         let text = "@alice.test Ça n'est pas vrai — voir https://news.example/é?a=1. Merci @nobody.test";
-        let dids = HashMap::from([("alice.test".to_string(), "did:plc:alice".to_string())]);
-        let f = facets(text, &dids);
+        let f = facets(text, Some(("alice.test", "did:plc:alice")));
         assert_eq!(f.len(), 2, "{f:?}");
         let slice = |v: &Value| {
             let (s, e) = (
