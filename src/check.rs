@@ -47,64 +47,75 @@ pub async fn check(
     let config = &config;
     let platform = if !images.is_empty() {
         // A caption with its images, as an operator saw them somewhere.
-        let mut post = Post::text_only(
-            "text",
-            "unknown",
-            target,
-            before.unwrap_or_else(Utc::now),
-            Visibility::Public,
-        );
-        for image in images {
-            let url = if image.starts_with("http://") || image.starts_with("https://") {
-                url::Url::parse(image).map_err(|e| anyhow::anyhow!("--image {image}: not a URL ({e})"))?;
-                image.clone()
-            } else {
-                let path = std::fs::canonicalize(image)
-                    .map_err(|e| anyhow::anyhow!("--image {image}: not a URL, and not a readable file ({e})"))?;
-                format!("file://{}", path.display())
-            };
-            post.media.push(crate::model::Media {
-                kind: crate::model::MediaKind::Image,
-                url,
-                preview_url: None,
-                alt: None,
-            });
-        }
-        DryRun::text(
-            post,
-            TextLimits {
-                max_chars: 500,
-                chars_per_url: 23,
-            },
-        )
+        DryRun::text(text_post("text", target, images, before)?, TEXT_LIMITS)
     } else if crate::platform::bluesky::records::parse_post_ref(target).is_some() {
         DryRun::bluesky(bluesky_reader(config).await?, target)
     } else if target.starts_with("http://") || target.starts_with("https://") {
         DryRun::url(mastodon_reader(config).await?, target)
     } else {
-        let post = Post::text_only(
-            "text",
-            "unknown",
-            target,
-            before.unwrap_or_else(Utc::now),
-            Visibility::Public,
-        );
-        DryRun::text(
-            post,
-            TextLimits {
-                max_chars: 500,
-                chars_per_url: 23,
-            },
-        )
+        DryRun::text(text_post("text", target, &[], before)?, TEXT_LIMITS)
     };
     let kind = platform.kind;
     let store = Store::open_temporary()?;
     let metrics = Metrics::new();
     let pipeline = crate::pipeline::build(config, Some(store.clone()), Some(metrics.clone()), before)?;
-    let worker = Worker {
+    let worker = worker(config, store.clone(), pipeline, platform, metrics);
+    let job = flag_job(kind, "check", target);
+    store.save(&job)?;
+    worker.run(&job.id).await;
+    let job = store
+        .job(&job.id)?
+        .ok_or_else(|| anyhow::anyhow!("the check's job vanished from its store"))?;
+    match &job.status {
+        Status::Done => {}
+        Status::Skipped(reason) => anyhow::bail!("not checked ({}): {reason:?}", reason.as_str()),
+        Status::Failed(e) => anyhow::bail!("{e}"),
+        Status::Pending => anyhow::bail!("{}", job.last_error.as_deref().unwrap_or("the check did not finish")),
+    }
+    Ok(report(config, job))
+}
+
+/// How a post given as text is split: Mastodon's defaults.
+pub const TEXT_LIMITS: TextLimits = TextLimits {
+    max_chars: 500,
+    chars_per_url: 23,
+};
+
+/// A post given as text, with its images (URLs, or local files as `file://` URLs), posted at
+/// `before` (now when not given).
+pub fn text_post(id: &str, text: &str, images: &[String], before: Option<DateTime<Utc>>) -> anyhow::Result<Post> {
+    let mut post = Post::text_only(id, "unknown", text, before.unwrap_or_else(Utc::now), Visibility::Public);
+    for image in images {
+        let url = if image.starts_with("http://") || image.starts_with("https://") {
+            url::Url::parse(image).map_err(|e| anyhow::anyhow!("--image {image}: not a URL ({e})"))?;
+            image.clone()
+        } else {
+            let path = std::fs::canonicalize(image)
+                .map_err(|e| anyhow::anyhow!("--image {image}: not a URL, and not a readable file ({e})"))?;
+            format!("file://{}", path.display())
+        };
+        post.media.push(crate::model::Media {
+            kind: crate::model::MediaKind::Image,
+            url,
+            preview_url: None,
+            alt: None,
+        });
+    }
+    Ok(post)
+}
+
+/// The daemon's own worker over one never-posting platform and a store of this run's.
+pub fn worker(
+    config: &Config,
+    store: Store,
+    pipeline: crate::pipeline::Pipeline,
+    platform: DryRun,
+    metrics: crate::metrics::SharedMetrics,
+) -> Worker {
+    Worker {
         moderation: crate::moderation::Moderation::new(config.moderation.clone(), store.clone())
             .with_budget(config.budget.clone(), &config.llm.model),
-        store: store.clone(),
+        store,
         platforms: Platforms::new([Platform::DryRun(platform)]),
         prompts: pipeline.prompts.clone(),
         pipeline,
@@ -113,14 +124,19 @@ pub async fn check(
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
-    };
-    let job = Job::new(Trigger {
+    }
+}
+
+/// The job an operator's check is: a moderator's flag of the post `status_id`, answered
+/// directly to the operator (no requester quota, nobody's mention).
+pub fn flag_job(kind: crate::model::PlatformKind, event_id: &str, status_id: &str) -> Job {
+    Job::new(Trigger {
         platform: kind,
         cause: Cause::ModeratorFlag {
             moderator: "musebot check".into(),
         },
-        event_id: "check".into(),
-        status_id: target.into(),
+        event_id: event_id.into(),
+        status_id: status_id.into(),
         in_reply_to_id: None,
         quote_of: None,
         asked_in_text: true,
@@ -134,19 +150,13 @@ pub async fn check(
         visibility: Visibility::Direct,
         created_at: Utc::now(),
         text: String::new(),
-    });
-    store.save(&job)?;
-    worker.run(&job.id).await;
-    let job = store
-        .job(&job.id)?
-        .ok_or_else(|| anyhow::anyhow!("the check's job vanished from its store"))?;
-    match &job.status {
-        Status::Done => {}
-        Status::Skipped(reason) => anyhow::bail!("not checked ({}): {reason:?}", reason.as_str()),
-        Status::Failed(e) => anyhow::bail!("{e}"),
-        Status::Pending => anyhow::bail!("{}", job.last_error.as_deref().unwrap_or("the check did not finish")),
-    }
-    Ok(report(config, job))
+    })
+}
+
+/// What `usage` costs at `[llm]`'s prices.
+pub fn cost(config: &Config, usage: crate::model::Usage) -> f64 {
+    usage.prompt_tokens as f64 * config.llm.prompt_price_per_million / 1e6
+        + usage.completion_tokens as f64 * config.llm.completion_price_per_million / 1e6
 }
 
 /// The Mastodon client `check` reads a post URL with (the instance's limits, no identity).
@@ -187,8 +197,7 @@ fn report(config: &Config, job: Job) -> CheckReport {
         }
     }
     let usage = job.tokens();
-    let cost_estimate = usage.prompt_tokens as f64 * config.llm.prompt_price_per_million / 1e6
-        + usage.completion_tokens as f64 * config.llm.completion_price_per_million / 1e6;
+    let cost_estimate = cost(config, usage);
     let draft = job.draft.as_ref().expect("a finished job has a draft");
     CheckReport {
         pipeline: if muse { "muse" } else { "baseline" },

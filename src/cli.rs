@@ -1,4 +1,4 @@
-//! The command line (clap): `run`, `check`, `config check`. Exit codes: 0 ok, 1 runtime
+//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `config check`. Exit codes: 0 ok, 1 runtime
 //! failure, 2 configuration error.
 
 use std::path::PathBuf;
@@ -70,10 +70,54 @@ pub enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Measure the replies: run each post of a file through the bot's own stages (posting
+    /// nothing), check their links and quotes, rate them with the judge; `eval compare A B`
+    /// compares two runs.
+    #[command(args_conflicts_with_subcommands = true)]
+    Eval {
+        #[command(subcommand)]
+        command: Option<EvalCommand>,
+        /// Posts: a .jsonl or .csv file (id, text, images, time, language), or a folder
+        /// holding Muse's posts.csv (and its ratings/).
+        posts: Option<PathBuf>,
+        /// Folder for results.jsonl, report.html and the rest (a run there is resumed).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+        /// Only the first N posts.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Posts at once (default: [eval] jobs; never more than daemon.max_jobs_in_flight).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Do not rate the replies with [eval.judge].
+        #[arg(long)]
+        no_judge: bool,
+        /// Only rate the replies the experts rated (needs ratings/ beside the posts).
+        #[arg(long)]
+        experts_only: bool,
+        /// Run again the posts (and judge the items) that failed in an earlier run.
+        #[arg(long)]
+        retry_failed: bool,
+    },
     /// Configuration tools.
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Compare two runs over the same posts: paired differences with bootstrap intervals,
+    /// and the posts where they differ most.
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        /// Also write DIR/compare.html.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
 }
 
@@ -158,6 +202,47 @@ pub fn main() -> ExitCode {
                 } else {
                     print!("{}", report.to_text());
                 }
+                Ok(())
+            })
+        }
+        Command::Eval {
+            command: Some(EvalCommand::Compare { a, b, out }),
+            ..
+        } => runtime(async move {
+            print!("{}", crate::eval::compare_runs(&a, &b, out.as_deref())?);
+            Ok(())
+        }),
+        Command::Eval {
+            command: None,
+            posts,
+            out,
+            config,
+            limit,
+            jobs,
+            no_judge,
+            experts_only,
+            retry_failed,
+        } => {
+            let (Some(posts), Some(out)) = (posts, out) else {
+                eprintln!("usage: musebot eval POSTS --out DIR  (or: musebot eval compare A B)");
+                return ExitCode::from(2);
+            };
+            let config = match Config::load(&config) {
+                Ok(c) => c,
+                Err(e) => return config_failure(&e),
+            };
+            quiet_logs(&config.log);
+            let args = crate::eval::EvalArgs {
+                posts,
+                out,
+                limit,
+                jobs,
+                judge: !no_judge,
+                experts_only,
+                retry_failed,
+            };
+            runtime(async move {
+                print!("{}", crate::eval::run(&config, &args).await?);
                 Ok(())
             })
         }

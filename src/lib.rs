@@ -9,6 +9,7 @@ pub mod compose;
 pub mod config;
 pub mod credibility;
 pub mod daemon;
+pub mod eval;
 pub mod extract;
 pub mod fetch;
 pub mod http;

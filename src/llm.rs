@@ -1,11 +1,12 @@
 //! The only code that talks to the LLM: a client for any OpenAI-compatible
 //! `/chat/completions` endpoint with a timeout, retries (see [`crate::retry`]) and token counts.
-//! Every answer's tokens are also added to the running [`metered`] scope, so what a stage spent
-//! is known even when the stage fails or panics after its calls.
+//! Every answer's tokens (and when it was asked and answered) are also added to the running
+//! [`metered`] scope, so what a stage spent is known even when the stage fails or panics after
+//! its calls, and `musebot eval` can tell how many calls ran one after another.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -159,26 +160,69 @@ struct Usage {
 }
 
 tokio::task_local! {
-    static METER: Cell<crate::model::Usage>;
+    static METER: RefCell<Meter>;
 }
 
-/// Runs `f` and returns, with its output, the tokens of every LLM answer received while it ran
-/// (in its task), whether `f` then succeeded or not.
-pub async fn metered<F: Future>(f: F) -> (F::Output, crate::model::Usage) {
+/// What the [`metered`] scope collects: tokens, and each answered call's start and end.
+#[derive(Default)]
+struct Meter {
+    usage: crate::model::Usage,
+    spans: Vec<(Instant, Instant)>,
+}
+
+/// What a [`metered`] run spent: tokens, answered calls, and how many of them ran one after
+/// another (the longest chain of calls each asked after the previous one was answered — the
+/// latency a faster model would shorten).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Metered {
+    pub usage: crate::model::Usage,
+    pub calls: u32,
+    pub in_sequence: u32,
+}
+
+/// Runs `f` and returns, with its output, what every LLM answer received while it ran (in its
+/// task) cost, whether `f` then succeeded or not.
+pub async fn metered<F: Future>(f: F) -> (F::Output, Metered) {
     METER
-        .scope(Cell::new(crate::model::Usage::default()), async {
+        .scope(RefCell::new(Meter::default()), async {
             let out = f.await;
-            (out, METER.with(Cell::get))
+            let spent = METER.with(|m| {
+                let m = m.borrow();
+                Metered {
+                    usage: m.usage,
+                    calls: m.spans.len() as u32,
+                    in_sequence: in_sequence(&m.spans),
+                }
+            });
+            (out, spent)
         })
         .await
 }
 
-fn meter(prompt_tokens: u64, completion_tokens: u64) {
+/// The longest chain of spans each starting after the one before it ended (overlapping spans
+/// count once: they ran side by side).
+pub fn in_sequence(spans: &[(Instant, Instant)]) -> u32 {
+    let mut spans = spans.to_vec();
+    spans.sort_by_key(|s| s.0);
+    let (mut chain, mut end) = (0, None);
+    for (start, stop) in spans {
+        match end {
+            Some(e) if start < e => end = Some(e.min(stop)),
+            _ => {
+                chain += 1;
+                end = Some(stop);
+            }
+        }
+    }
+    chain
+}
+
+fn meter(started: Instant, prompt_tokens: u64, completion_tokens: u64) {
     let _ = METER.try_with(|m| {
-        let mut u = m.get();
-        u.prompt_tokens += prompt_tokens;
-        u.completion_tokens += completion_tokens;
-        m.set(u);
+        let mut m = m.borrow_mut();
+        m.usage.prompt_tokens += prompt_tokens;
+        m.usage.completion_tokens += completion_tokens;
+        m.spans.push((started, Instant::now()));
     });
 }
 
@@ -243,6 +287,7 @@ impl LlmClient {
             stream: false,
             response_format,
         };
+        let started = Instant::now();
         let mut req = self.http.post(&self.endpoint).json(&body);
         if let Some(key) = &self.key {
             req = req.bearer_auth(key.expose());
@@ -263,9 +308,11 @@ impl LlmClient {
             .map_err(|e| LlmError::BadResponse(e.to_string()))?;
         let parsed: Response = serde_json::from_slice(&bytes).map_err(|e| LlmError::BadResponse(e.to_string()))?;
         // Spent as soon as answered, whatever the caller makes of the answer.
-        if let Some(u) = &parsed.usage {
-            meter(u.prompt_tokens, u.completion_tokens);
-        }
+        let (p, c) = parsed
+            .usage
+            .as_ref()
+            .map_or((0, 0), |u| (u.prompt_tokens, u.completion_tokens));
+        meter(started, p, c);
         let text = parsed
             .choices
             .into_iter()
@@ -313,5 +360,16 @@ mod tests {
         );
         let back: ChatMessage = serde_json::from_value(serde_json::to_value(&m).unwrap()).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn calls_side_by_side_count_once_in_sequence() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        // Two side by side, then one after them, then one overlapping it.
+        let spans = [(at(0), at(10)), (at(1), at(9)), (at(20), at(30)), (at(25), at(40))];
+        assert_eq!(in_sequence(&spans), 2);
+        assert_eq!(in_sequence(&[(at(0), at(1)), (at(2), at(3)), (at(4), at(5))]), 3);
+        assert_eq!(in_sequence(&[]), 0);
     }
 }

@@ -45,6 +45,8 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "ooc.user.j2",
     "ooc_summary.system.j2",
     "ooc_summary.user.j2",
+    "judge.system.j2",
+    "judge.user.j2",
 ];
 
 #[derive(Debug, thiserror::Error)]

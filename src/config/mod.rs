@@ -5,6 +5,7 @@
 mod admin;
 mod bluesky;
 mod budget;
+mod eval;
 mod images;
 mod moderation;
 mod validate;
@@ -12,6 +13,7 @@ mod validate;
 pub use admin::AdminConfig;
 pub use bluesky::{BlueskyConfig, BlueskyMode};
 pub use budget::{BudgetConfig, Price};
+pub use eval::{EvalConfig, JudgeConfig};
 pub use images::{ImagesConfig, VisionConfig};
 pub use moderation::ModerationConfig;
 
@@ -42,6 +44,7 @@ pub struct Config {
     pub moderation: ModerationConfig,
     pub budget: BudgetConfig,
     pub admin: AdminConfig,
+    pub eval: EvalConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -454,6 +457,30 @@ mod tests {
                 "llm.base_url",
                 "mastodon.base_url"
             ]
+        );
+    }
+
+    #[test]
+    fn eval_settings_name_their_key_and_the_fix() {
+        let mut c = Config::default();
+        c.daemon.pipeline = PipelineMode::Baseline;
+        c.mastodon.base_url = "https://mastodon.example".into();
+        c.eval.jobs = 0;
+        c.eval.judge.base_url = "judge.example".into();
+        c.eval.judge.max_tokens = 50;
+        let problems = c.validate();
+        let keys: Vec<_> = problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["eval.jobs", "eval.judge.base_url", "eval.judge.max_tokens"]);
+        assert!(
+            problems[1].to_string().contains("https://api.openai.com/v1"),
+            "{}",
+            problems[1]
+        );
+        // Each empty judge key is the bot's model's.
+        let j = Config::default().eval.judge.as_llm(&c.llm);
+        assert_eq!(
+            (j.base_url.as_str(), j.model.as_str(), j.api_key_env.as_str()),
+            (c.llm.base_url.as_str(), "default", "MUSEBOT_LLM_API_KEY")
         );
     }
 

@@ -37,6 +37,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         ops::moderation,
         ops::budget,
         ops::admin,
+        ops::eval,
     ] {
         section(c, &mut p);
     }

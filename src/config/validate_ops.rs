@@ -30,6 +30,40 @@ pub(super) fn admin(c: &Config, p: &mut Problems) {
     }
 }
 
+/// `[eval]` and `[eval.judge]`.
+pub(super) fn eval(c: &Config, p: &mut Problems) {
+    let e = &c.eval;
+    if e.jobs == 0 || e.jobs > 16 {
+        p.bad(
+            "eval.jobs",
+            format!("is {}", e.jobs),
+            "run 1 to 16 posts at once (2 is the default)",
+        );
+    }
+    let j = &e.judge;
+    if !j.base_url.is_empty() && url::Url::parse(&j.base_url).is_err() {
+        p.bad(
+            "eval.judge.base_url",
+            format!("is `{}`", j.base_url),
+            "give the API root, e.g. https://api.openai.com/v1, or \"\" for [llm] base_url",
+        );
+    }
+    if j.max_tokens < 200 {
+        p.bad(
+            "eval.judge.max_tokens",
+            format!("is {}", j.max_tokens),
+            "allow 200 or more: a rating of every dimension is a few hundred tokens",
+        );
+    }
+    if !(0.0..=2.0).contains(&j.temperature) {
+        p.bad(
+            "eval.judge.temperature",
+            format!("is {}", j.temperature),
+            "use 0 to 2 (0 is the default)",
+        );
+    }
+}
+
 /// `[budget]`.
 pub(super) fn budget(c: &Config, p: &mut Problems) {
     let b = &c.budget;

@@ -141,6 +141,11 @@ pub struct StageRecord {
     pub millis: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// LLM calls answered in the stage, and how many of them ran one after another.
+    #[serde(default)]
+    pub llm_calls: u32,
+    #[serde(default)]
+    pub llm_in_sequence: u32,
 }
 
 /// The stages in order. The next one is derived by [`Job::next_stage`].

@@ -61,6 +61,19 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// The same pipeline (clients, models and caches shared) reading only what was published
+    /// before `before` — `musebot eval` gives each post its own moment; `None` keeps the
+    /// configured one.
+    pub fn published_before(&self, before: Option<chrono::DateTime<chrono::Utc>>) -> Pipeline {
+        let mut p = self.clone();
+        if let (Some(b), Some(m)) = (before, &self.muse) {
+            let mut muse = (**m).clone();
+            muse.before = Some(b);
+            p.muse = Some(Arc::new(muse));
+        }
+        p
+    }
+
     /// Drafts a reply; `retrieval` holds (and receives) the finished steps, `checkpoint` is
     /// called after each so they survive a crash.
     pub async fn draft(

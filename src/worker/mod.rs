@@ -132,7 +132,7 @@ impl Run<'_> {
             // A panic in a stage (a bug met by some input) costs an attempt, like a transient
             // error: the job is saved with its backoff and released, never left in flight.
             let before = job.clone();
-            let (result, usage) = crate::llm::metered(
+            let (result, spent) = crate::llm::metered(
                 std::panic::AssertUnwindSafe(
                     self.stage(&mut job, stage)
                         .instrument(tracing::info_span!("stage", stage = stage.as_str())),
@@ -163,6 +163,7 @@ impl Run<'_> {
             self.worker.metrics.stage(stage.as_str(), seconds);
             job.updated_at = chrono::Utc::now();
             // Every LLM answer is spent, whether the stage then succeeded, failed or panicked.
+            let usage = spent.usage;
             self.spend(stage, usage);
             match result {
                 Ok(StageOutcome::Next(reported)) => {
@@ -182,6 +183,8 @@ impl Run<'_> {
                         millis: (seconds * 1000.0) as u64,
                         prompt_tokens: usage.prompt_tokens,
                         completion_tokens: usage.completion_tokens,
+                        llm_calls: spent.calls,
+                        llm_in_sequence: spent.in_sequence,
                     });
                     job.retry_at = None;
                     job.last_error = None;

@@ -31,6 +31,7 @@ use crate::relevance::{Embedder, RelevanceConfig};
 use crate::search::Searcher;
 
 /// What the steps share: the clients and settings, never per-job state (that is the record).
+#[derive(Clone)]
 pub struct Muse {
     pub llm: LlmClient,
     pub prompts: Arc<Prompts>,
