@@ -229,6 +229,8 @@ async fn eval_runs_posts_checks_their_integrity_resumes_and_compares() {
             )
         })
         .collect();
+    // Two unusable lines: skipped with their reasons, the rest run.
+    let body = format!("{body}{{\"text\": 3}}\n{{\"id\": \"p0\", \"text\": \"the same id again\"}}\n");
     std::fs::write(&posts, body).unwrap();
     let out = dir.path().join("a");
     let results = out.join("results.jsonl");
@@ -315,6 +317,7 @@ async fn eval_runs_posts_checks_their_integrity_resumes_and_compares() {
         assert!(!r["parts"].to_string().contains("evil.example"));
     }
     assert!(stdout.contains("reply URLs from the evidence: 100.0 %"), "{stdout}");
+    assert!(stdout.contains("input lines skipped: 2"), "{stdout}");
     assert!(
         stdout.contains("quotes verbatim in a cited page: 50.0 % of 6"),
         "{stdout}"

@@ -45,6 +45,8 @@ pub struct Figures {
     pub cost: f64,
     pub judge_prompt_tokens: u64,
     pub judge_completion_tokens: u64,
+    #[serde(default)]
+    pub judge_cost: f64,
 }
 
 /// The URLs a posted text shows, in order, once each, without the punctuation around them.

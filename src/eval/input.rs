@@ -3,6 +3,9 @@
 //! (`post_tweet_id, post_text, response_type, response_text`: one row per reply, read as
 //! they are — each post once, its replies kept as references, its time taken from the tweet
 //! id). A folder is read as Muse's: `posts.csv` inside it, expert ratings in `ratings/`.
+//! A line or row that cannot be used (bad JSON, a bad time, no id, an id given twice, neither
+//! text nor images) is skipped with its reason, which the run prints and the report shows; a
+//! file with no usable post is an error. Relative image paths are read from the file's folder.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,62 +29,77 @@ pub struct EvalPost {
     /// Replies the input file carries (Muse's `muse`, `gpt-4`, `human-high`…), by kind.
     #[serde(default)]
     pub references: BTreeMap<String, String>,
+    /// Where it is in its file (for messages).
+    #[serde(skip)]
+    pub line: usize,
 }
 
-/// The posts, and the folder of expert ratings when the input has one.
+/// The posts, the folder of expert ratings when the input has one, and each line skipped.
 #[derive(Debug)]
 pub struct Input {
     pub posts: Vec<EvalPost>,
     pub ratings: Option<PathBuf>,
+    /// `file line N: why`, for every line or row left out.
+    pub skipped: Vec<String>,
 }
 
-/// Reads `path` (a `.jsonl`, a `.csv`, or a Muse folder). Each unusable row is an error that
-/// names its line: an evaluation silently run on fewer posts would mislead.
+/// Reads `path` (a `.jsonl`, a `.csv`, or a Muse folder).
 pub fn load(path: &Path) -> anyhow::Result<Input> {
+    let mut skipped = Vec::new();
     if path.is_dir() {
-        let posts = read_csv(&path.join("posts.csv"))?;
+        let file = path.join("posts.csv");
+        let posts = check(&file, read_csv(&file, &mut skipped)?, &mut skipped)?;
         let ratings = path.join("ratings");
         return Ok(Input {
             posts,
             ratings: ratings.is_dir().then_some(ratings),
+            skipped,
         });
     }
     let posts = match path.extension().and_then(|e| e.to_str()) {
-        Some("jsonl") | Some("json") => read_jsonl(path)?,
-        Some("csv") => read_csv(path)?,
+        Some("jsonl") | Some("json") => read_jsonl(path, &mut skipped)?,
+        Some("csv") => read_csv(path, &mut skipped)?,
         _ => anyhow::bail!(
             "{}: give a .jsonl or .csv file of posts, or a folder holding Muse's posts.csv",
             path.display()
         ),
     };
+    let posts = check(path, posts, &mut skipped)?;
     // Muse's layout: ratings/ beside posts.csv.
     let ratings = path
         .parent()
         .map(|p| p.join("ratings"))
         .filter(|r| r.join("tweetid_postid.csv").is_file());
-    Ok(Input { posts, ratings })
+    Ok(Input {
+        posts,
+        ratings,
+        skipped,
+    })
 }
 
-fn read_jsonl(path: &Path) -> anyhow::Result<Vec<EvalPost>> {
+fn read_jsonl(path: &Path, skipped: &mut Vec<String>) -> anyhow::Result<Vec<EvalPost>> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let mut posts = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let post: EvalPost = serde_json::from_str(line).map_err(|e| {
-            anyhow::anyhow!(
+        match serde_json::from_str::<EvalPost>(line) {
+            Ok(mut post) => {
+                post.line = n + 1;
+                posts.push(post);
+            }
+            Err(e) => skipped.push(format!(
                 "{} line {}: {e} — each line is {{\"id\": …, \"text\": …}} with optional images, time (RFC 3339), language",
                 path.display(),
                 n + 1
-            )
-        })?;
-        posts.push(post);
+            )),
+        }
     }
-    check(path, posts)
+    Ok(posts)
 }
 
-fn read_csv(path: &Path) -> anyhow::Result<Vec<EvalPost>> {
+fn read_csv(path: &Path, skipped: &mut Vec<String>) -> anyhow::Result<Vec<EvalPost>> {
     let mut reader = csv::Reader::from_path(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let headers = reader.headers()?.clone();
     let col = |name: &str| headers.iter().position(|h| h.trim() == name);
@@ -102,22 +120,32 @@ fn read_csv(path: &Path) -> anyhow::Result<Vec<EvalPost>> {
     let mut posts: Vec<EvalPost> = Vec::new();
     let mut at: BTreeMap<String, usize> = BTreeMap::new();
     for (n, row) in reader.records().enumerate() {
-        let row = row.map_err(|e| anyhow::anyhow!("{} row {}: {e}", path.display(), n + 2))?;
+        let row = match row {
+            Ok(row) => row,
+            Err(e) => {
+                skipped.push(format!("{} row {}: {e}", path.display(), n + 2));
+                continue;
+            }
+        };
         let get = |i: Option<usize>| i.and_then(|i| row.get(i)).map(str::trim).filter(|s| !s.is_empty());
         let post_id = get(Some(id)).unwrap_or_default().to_string();
         let i = match at.get(&post_id) {
             // Muse's file has a row per reply: a post's id repeats.
             Some(&i) if muse => i,
-            Some(_) => anyhow::bail!("{} row {}: id `{post_id}` is given twice", path.display(), n + 2),
-            None => {
+            // Elsewhere a repeated id is a second post, which `check` skips.
+            _ => {
                 let time = match get(time) {
-                    Some(t) => Some(
-                        DateTime::parse_from_rfc3339(t)
-                            .map_err(|e| {
-                                anyhow::anyhow!("{} row {}: time `{t}`: {e} — use RFC 3339", path.display(), n + 2)
-                            })?
-                            .with_timezone(&Utc),
-                    ),
+                    Some(t) => match DateTime::parse_from_rfc3339(t) {
+                        Ok(t) => Some(t.with_timezone(&Utc)),
+                        Err(e) => {
+                            skipped.push(format!(
+                                "{} row {}: time `{t}`: {e} — use RFC 3339",
+                                path.display(),
+                                n + 2
+                            ));
+                            continue;
+                        }
+                    },
                     None if muse => snowflake_time(&post_id),
                     None => None,
                 };
@@ -130,6 +158,7 @@ fn read_csv(path: &Path) -> anyhow::Result<Vec<EvalPost>> {
                     time,
                     language: get(language).map(String::from),
                     references: BTreeMap::new(),
+                    line: n + 2,
                 });
                 at.insert(post_id, posts.len() - 1);
                 posts.len() - 1
@@ -139,30 +168,38 @@ fn read_csv(path: &Path) -> anyhow::Result<Vec<EvalPost>> {
             posts[i].references.insert(k.to_string(), r.to_string());
         }
     }
-    check(path, posts)
+    Ok(posts)
 }
 
-/// Ids present and unique, texts or images present.
-fn check(path: &Path, posts: Vec<EvalPost>) -> anyhow::Result<Vec<EvalPost>> {
+/// Keeps the posts with an id (the first of each), and text or images; relative image paths
+/// made relative to the file's folder.
+fn check(path: &Path, posts: Vec<EvalPost>, skipped: &mut Vec<String>) -> anyhow::Result<Vec<EvalPost>> {
     let mut seen = std::collections::HashSet::new();
-    for p in &posts {
+    let mut kept = Vec::new();
+    let folder = path.parent().unwrap_or(Path::new("."));
+    for mut p in posts {
+        let at = format!("{} line {}", path.display(), p.line);
         if p.id.is_empty() {
-            anyhow::bail!(
-                "{}: a post has no id — give every post an id (results are resumed by it)",
-                path.display()
-            );
-        }
-        if !seen.insert(p.id.as_str()) {
-            anyhow::bail!("{}: id `{}` is given twice", path.display(), p.id);
-        }
-        if p.text.trim().is_empty() && p.images.is_empty() {
-            anyhow::bail!("{}: post `{}` has neither text nor images", path.display(), p.id);
+            skipped.push(format!(
+                "{at}: no id — give every post an id (results are resumed by it)"
+            ));
+        } else if !seen.insert(p.id.clone()) {
+            skipped.push(format!("{at}: id `{}` is given again (the first is kept)", p.id));
+        } else if p.text.trim().is_empty() && p.images.is_empty() {
+            skipped.push(format!("{at}: post `{}` has neither text nor images", p.id));
+        } else {
+            for i in &mut p.images {
+                if !i.contains("://") && Path::new(i.as_str()).is_relative() {
+                    *i = folder.join(&*i).display().to_string();
+                }
+            }
+            kept.push(p);
         }
     }
-    if posts.is_empty() {
-        anyhow::bail!("{}: no posts", path.display());
+    if kept.is_empty() {
+        anyhow::bail!("{}: no usable post ({} lines skipped)", path.display(), skipped.len());
     }
-    Ok(posts)
+    Ok(kept)
 }
 
 /// When a tweet was posted, from its id (Twitter's snowflake: milliseconds since
@@ -199,6 +236,10 @@ mod tests {
         )
         .unwrap();
         let j = load(&jsonl).unwrap().posts;
+        let strip = |mut v: Vec<EvalPost>| {
+            v.iter_mut().for_each(|p| p.line = 0);
+            v
+        };
         let csv = dir.path().join("posts.csv");
         std::fs::write(
             &csv,
@@ -206,13 +247,34 @@ mod tests {
         )
         .unwrap();
         let c = load(&csv).unwrap().posts;
-        assert_eq!(j, c);
-        assert_eq!(j[1].images, vec!["x.png".to_string()]);
-        std::fs::write(&jsonl, "{\"id\": \"a\", \"text\": \"x\"}\n{\"text\": 3}\n").unwrap();
-        let e = load(&jsonl).unwrap_err().to_string();
-        assert!(e.contains("line 2"), "{e}");
-        std::fs::write(&csv, "id,text\na,x\na,y\n").unwrap();
-        assert!(load(&csv).unwrap_err().to_string().contains("twice"));
+        assert_eq!(strip(j.clone()), strip(c));
+        let image = dir.path().join("x.png").display().to_string();
+        assert_eq!(j[1].images, vec![image], "read from the file's folder");
+        // Unusable lines are skipped with their reason; the rest run.
+        std::fs::write(
+            &jsonl,
+            "{\"id\": \"a\", \"text\": \"x\"}\n{\"text\": 3}\n{\"id\": \"a\", \"text\": \"y\"}\n",
+        )
+        .unwrap();
+        let input = load(&jsonl).unwrap();
+        assert_eq!(input.posts.len(), 1);
+        assert_eq!(input.posts[0].text, "x");
+        assert_eq!(input.skipped.len(), 2, "{:?}", input.skipped);
+        assert!(
+            input.skipped[0].contains("line 2")
+                && input.skipped[1].contains("line 3")
+                && input.skipped[1].contains("again"),
+            "{:?}",
+            input.skipped
+        );
+        std::fs::write(&csv, "id,text,time\na,x,yesterday\n").unwrap();
+        let e = load(&csv).unwrap_err().to_string();
+        assert!(e.contains("no usable post"), "{e}");
+        std::fs::write(&csv, "name,body\na,x\n").unwrap();
+        assert!(load(&csv)
+            .unwrap_err()
+            .to_string()
+            .contains("no `id` and `text` columns"));
     }
 
     #[test]

@@ -82,6 +82,9 @@ struct Shared {
 /// Runs the evaluation; returns the text printed at the end.
 pub async fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<String> {
     let mut input = input::load(&args.posts)?;
+    for why in &input.skipped {
+        eprintln!("eval: skipped {why}");
+    }
     if let Some(n) = args.limit {
         input.posts.truncate(n);
     }
@@ -146,8 +149,15 @@ pub async fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<String> {
     let totals = record::totals(mine.iter().copied());
     std::fs::write(args.out.join("summary.json"), serde_json::to_vec_pretty(&totals)?)?;
     let title = format!("musebot eval: {}", args.posts.display());
-    let report = report::write_report(&args.out, &title, &mine, &totals, agreement.as_deref())?;
-    Ok(summary_text(&totals, agreement.as_deref(), &report))
+    let report = report::write_report(&args.out, &title, &mine, &totals, agreement.as_deref(), &input.skipped)?;
+    let mut text = summary_text(&totals, agreement.as_deref(), &report);
+    if !input.skipped.is_empty() {
+        text.push_str(&format!(
+            "input lines skipped: {} (reasons above and in the report)\n",
+            input.skipped.len()
+        ));
+    }
+    Ok(text)
 }
 
 /// Runs every post not yet in `results.jsonl`, `jobs` at a time, appending each as it ends.
@@ -186,7 +196,7 @@ async fn run_posts(shared: &Arc<Shared>, posts: &[EvalPost], path: &Path, args: 
         failed += usize::from(result.failed());
         let f = &result.figures;
         tokens += f.prompt_tokens + f.completion_tokens + f.judge_prompt_tokens + f.judge_completion_tokens;
-        cost += f.cost;
+        cost += f.cost + f.judge_cost;
         eprintln!(
             "eval: {finished}/{total} posts done, {failed} failed, {tokens} tokens, cost {cost:.4} so far — {} {}",
             result.id, result.outcome
@@ -308,7 +318,7 @@ async fn run_one(shared: &Shared, post: &EvalPost, n: usize) -> PostResult {
                 result.judge = Some(rating);
                 result.figures.judge_prompt_tokens = u.prompt_tokens;
                 result.figures.judge_completion_tokens = u.completion_tokens;
-                result.figures.cost += judge_cost(&shared.config, u);
+                result.figures.judge_cost = judge_cost(&shared.config, u);
             }
             Err(e) => result.judge_error = Some(e),
         }
@@ -429,7 +439,7 @@ async fn judge_experts(
 fn summary_text(t: &figures::Totals, agreement: Option<&[agreement::DimensionAgreement]>, report: &Path) -> String {
     let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{:.1} %", v * 100.0));
     let mut out = format!(
-        "posts: {} ({} failed)\nreply URLs from the evidence: {} of {}\nlinks answering through the fetch guard: {}\nquotes verbatim in a cited page: {} of {}\ncould not verify: {}\noutcomes: {:?}\nverdicts: {:?}\nparts: {}, characters: {}\nLLM calls: {} ({} one after another)\ntime: {:.1} s summed over posts\ntokens: prompt {}, completion {} (judge: {} + {})\ncost: {:.4}\n",
+        "posts: {} ({} failed)\nreply URLs from the evidence: {} of {}\nlinks answering through the fetch guard: {}\nquotes verbatim in a cited page: {} of {}\ncould not verify: {}\noutcomes: {:?}\nverdicts: {:?}\nparts: {}, characters: {}\nLLM calls: {} ({} one after another)\ntime: {:.1} s summed over posts\ntokens: prompt {}, completion {} (judge: {} + {})\ncost: {:.4} (judge: {:.4})\n",
         t.posts,
         t.failed,
         pct(t.urls_from_evidence),
@@ -449,7 +459,8 @@ fn summary_text(t: &figures::Totals, agreement: Option<&[agreement::DimensionAgr
         t.sum.completion_tokens,
         t.sum.judge_prompt_tokens,
         t.sum.judge_completion_tokens,
-        t.sum.cost
+        t.sum.cost,
+        t.sum.judge_cost
     );
     if !t.judge_means.is_empty() {
         out.push_str("judge, mean place on each scale (0 worst, 1 best):\n");

@@ -152,6 +152,7 @@ pub fn totals<'a>(results: impl IntoIterator<Item = &'a PostResult>) -> Totals {
         s.cost += f.cost;
         s.judge_prompt_tokens += f.judge_prompt_tokens;
         s.judge_completion_tokens += f.judge_completion_tokens;
+        s.judge_cost += f.judge_cost;
         for (d, p) in positions(r) {
             let e = judged.entry(d.to_string()).or_default();
             e.0 += p;

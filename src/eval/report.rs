@@ -102,6 +102,7 @@ pub fn write_report(
     results: &[&PostResult],
     totals: &Totals,
     agreement: Option<&[DimensionAgreement]>,
+    skipped: &[String],
 ) -> anyhow::Result<std::path::PathBuf> {
     let dims: Vec<Row> = DIMENSIONS
         .iter()
@@ -144,6 +145,7 @@ pub fn write_report(
         dims,
         results,
         agreement,
+        skipped,
         outcome_chart => distribution(&totals.outcomes),
         verdict_chart => distribution(&totals.verdicts),
         judge_chart => bars(&judged, 1.0, false),
