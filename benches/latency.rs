@@ -139,6 +139,7 @@ async fn main() {
                 retry_base: Duration::from_secs(5),
             };
             let job = Job::new(Trigger {
+                language: None,
                 platform: PlatformKind::Mastodon,
                 cause: Cause::ModeratorFlag {
                     moderator: "bench".into(),

@@ -131,6 +131,7 @@ pub fn worker(
 /// directly to the operator (no requester quota, nobody's mention).
 pub fn flag_job(kind: crate::model::PlatformKind, event_id: &str, status_id: &str) -> Job {
     Job::new(Trigger {
+        language: None,
         platform: kind,
         cause: Cause::ModeratorFlag {
             moderator: "musebot check".into(),

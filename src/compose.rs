@@ -323,13 +323,51 @@ pub fn split_thread(lead: &str, body: &str, limits: TextLimits, number_parts: bo
     parts
 }
 
-/// A token that is longer than a whole part is cut by graphemes (URLs are never cut).
+/// A token longer than a whole part (a run of Chinese or Japanese, written without spaces, or
+/// one very long word) is cut where a reader would pause: after a clause or sentence mark
+/// (。、！？ and their full-width kin) where one is in the part's second half, else at a word
+/// boundary (UAX #29: a katakana or Latin word stays whole), never inside a grapheme cluster.
+/// URLs are never cut.
 fn fit_pieces(token: &str, budget: usize, limits: TextLimits) -> Vec<String> {
     if token_len(token, limits) <= budget || url_start(token).is_some() {
         return vec![token.to_string()];
     }
-    let graphemes: Vec<&str> = token.graphemes(true).collect();
-    graphemes.chunks(budget).map(|c| c.concat()).collect()
+    let is_mark = |w: &str| w.chars().all(|c| "。、！？，．；：」』）".contains(c));
+    let mut pieces = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    let mut len = 0;
+    for word in token.split_word_bounds() {
+        let n = word.graphemes(true).count();
+        if n > budget {
+            // One word longer than a part: by graphemes.
+            if !current.is_empty() {
+                pieces.push(current.concat());
+                current.clear();
+                len = 0;
+            }
+            let graphemes: Vec<&str> = word.graphemes(true).collect();
+            pieces.extend(graphemes.chunks(budget).map(|c| c.concat()));
+            continue;
+        }
+        if len + n > budget {
+            // Back to the last mark in the part's second half, when there is one.
+            let cut = current
+                .iter()
+                .rposition(|w| is_mark(w))
+                .filter(|&i| current[..=i].iter().map(|w| w.graphemes(true).count()).sum::<usize>() * 2 >= budget)
+                .map_or(current.len(), |i| i + 1);
+            let rest = current.split_off(cut);
+            pieces.push(current.concat());
+            current = rest;
+            len = current.iter().map(|w| w.graphemes(true).count()).sum();
+        }
+        current.push(word);
+        len += n;
+    }
+    if !current.is_empty() {
+        pieces.push(current.concat());
+    }
+    pieces
 }
 
 /// The thread for a draft: rules enforced, `lead` (the requester's handle) first, split to fit.
@@ -572,5 +610,37 @@ mod tests {
         let parts = split_thread("", &"z".repeat(100), limits, true, 10);
         assert!(parts.len() >= 3);
         assert!(parts.iter().all(|p| weighted_len(p, limits) <= 40), "{parts:?}");
+    }
+
+    #[test]
+    fn japanese_is_split_at_clause_marks_and_never_inside_a_grapheme() {
+        let limits = TextLimits {
+            max_chars: 60,
+            chars_per_url: 23,
+        };
+        let sentence = "この投稿は誤りです。気象庁の発表によると、観測された地震はマグニチュード五・二で、津波の心配はありません。";
+        let body = sentence.repeat(4);
+        let parts = split_thread("@alice ", &body, limits, true, 10);
+        assert!(parts.len() > 1, "{parts:?}");
+        for p in &parts {
+            assert!(p.graphemes(true).count() <= 60, "{p}");
+        }
+        // Every part but the last ends at a clause or sentence mark (its numbering aside).
+        for p in &parts[..parts.len() - 1] {
+            let text = p.rsplit_once(" (").map_or(p.as_str(), |(t, _)| t);
+            assert!(text.ends_with(['。', '、']), "{p}");
+        }
+        // Nothing lost, nothing doubled; the katakana word マグニチュード is never cut.
+        let joined: String = parts
+            .iter()
+            .map(|p| p.rsplit_once(" (").map_or(p.as_str(), |(t, _)| t))
+            .collect::<String>();
+        assert_eq!(joined.replace("@alice ", ""), body);
+        assert!(parts.iter().all(|p| !p.ends_with("マグ")));
+        // Emoji with modifiers and flags stay whole.
+        let emoji = "👩🏽‍💻🇯🇵".repeat(40);
+        for p in split_thread("", &emoji, limits, false, 10) {
+            assert!(p.graphemes(true).all(|g| g == "👩🏽‍💻" || g == "🇯🇵"), "{p}");
+        }
     }
 }

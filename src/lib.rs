@@ -30,6 +30,7 @@ pub mod search;
 pub mod secret;
 pub mod store;
 pub mod telemetry;
+pub mod words;
 pub mod worker;
 
 pub use daemon::run;

@@ -20,13 +20,6 @@ macro_rules! built_in {
 const BUILT_IN: &[(&str, &str)] = built_in![
     "reply_baseline.system.j2",
     "reply_baseline.user.j2",
-    "notice_quota.j2",
-    "notice_budget.j2",
-    "notice_already_answered.j2",
-    "notice_nothing_to_check.j2",
-    "notice_not_public.j2",
-    "reply_insufficient.j2",
-    "reply_unverified.j2",
     "queries.system.j2",
     "queries.user.j2",
     "evidence.system.j2",
@@ -247,15 +240,15 @@ mod tests {
     /// (dates it formats, counts, settings); a new field must be one or the other.
     #[test]
     fn every_interpolated_value_is_filtered_or_the_bots_own() {
-        const OWN: [&str; 9] = [
+        // The bot's own words (notices, verdict sentences) are in `locales/`, not here.
+        const OWN: [&str; 8] = [
             "created_at",
+            "language",
             "f.published",
             "page.published",
             "loop.index",
             "max_words",
             "n",
-            "per_hour",
-            "url",
             "\"s\" if n > 1",
         ];
         for (name, text) in BUILT_IN {
@@ -264,14 +257,9 @@ mod tests {
                 if expr.contains("| untrusted") {
                     continue;
                 }
-                let notice = name.starts_with("notice_") || name.starts_with("reply_");
                 assert!(
                     OWN.contains(&expr),
                     "{name}: `{{{{ {expr} }}}}` is neither filtered nor the bot's own"
-                );
-                assert!(
-                    expr != "url" || notice,
-                    "{name}: `url` is only the bot's own in a notice"
                 );
             }
         }
@@ -303,10 +291,10 @@ mod tests {
     #[test]
     fn dir_overrides_by_name() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("notice_quota.j2"), "custom {{ requester }}").unwrap();
+        std::fs::write(dir.path().join("queries.user.j2"), "custom {{ text | untrusted }}").unwrap();
         let p = Prompts::load(dir.path()).unwrap();
         assert_eq!(
-            p.render("notice_quota.j2", context! { requester => "a" }).unwrap(),
+            p.render("queries.user.j2", context! { text => "a" }).unwrap(),
             "custom a"
         );
     }

@@ -499,3 +499,72 @@ async fn check_shows_what_it_read_of_an_image() {
         assert!(stdout.contains("mcdonalds hoax notice"), "the queries: {stdout}");
     }
 }
+
+/// An image is read with its post's OCR pack when that pack is configured (a German caption:
+/// `deu+eng`; an English one: `eng`). A stand-in tesseract records how it was called; the
+/// rest of the run is the real binary's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_is_read_in_its_posts_language() {
+    let Some(images) = shared_data("images") else { return };
+    let sandbox = Sandbox::load();
+    let llm = ScriptedLlm::start(Script::routed(scripted)).await;
+    let search = SearchServer::start(|_| Vec::new()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("tesseract-calls.txt");
+    let fake = dir.path().join("tesseract");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\necho \"$@\" >> {}\necho 'Achtung Gebühr'\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let extra = muse_sections(&search, &sandbox, "", "", "")
+        + &format!(
+            "\n[images]\nocr = \"{}\"\nocr_languages = \"eng+deu\"\n",
+            fake.display()
+        );
+    let cfg = daemon_config(
+        &dir.path().join("state"),
+        "http://127.0.0.1:9",
+        &llm.base_url,
+        free_port(),
+        &extra,
+    );
+    let path = dir.path().join("bot-config.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let local = images.join("mc_donalds_fee_1.jpg").display().to_string();
+    for (caption, packs) in [
+        (
+            "Dieses Schild hängt angeblich in jeder Filiale von McDonald's in Deutschland",
+            "deu+eng",
+        ),
+        (
+            "This notice is said to hang in every McDonald's restaurant in the country",
+            "eng",
+        ),
+    ] {
+        let _ = std::fs::remove_file(&calls);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+            .args(["check", "--config"])
+            .arg(&path)
+            .args(["--image", &local, caption])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let called = std::fs::read_to_string(&calls).unwrap_or_default();
+        assert!(!called.is_empty(), "tesseract was called: {stdout}");
+        for line in called.lines() {
+            assert!(line.contains(&format!("-l {packs} ")), "{caption}: {line}");
+        }
+        assert!(stdout.contains("text (OCR): Achtung Gebühr"), "{stdout}");
+    }
+}

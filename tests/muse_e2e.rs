@@ -889,7 +889,7 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
 /// for queries in German and in English, and each query reaches the search engine with its
 /// own language (`language=de` for the German one, `en` for the English one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_german_post_is_searched_in_german_and_in_english() {
+async fn a_german_post_is_searched_in_german_and_in_english_and_answered_in_german() {
     let Some(web) = local_web_if_data().await else { return };
     let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
         let system = body["messages"][0]["content"].as_str().unwrap_or("");
@@ -901,9 +901,21 @@ async fn a_german_post_is_searched_in_german_and_in_english() {
     .await;
     let german = "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann. Das haben die Astronauten bestätigt.";
     let Asked {
-        mut daemon, dir: _dir, ..
+        mut daemon,
+        dir: _dir,
+        posted,
+        ..
     } = ask(&web.extra, german, &llm.base_url, |c| c, Duration::from_secs(120)).await;
     let requests = llm.requests.lock().unwrap().clone();
+    // The reply speaks German, tagged `de`. The served pages are English and about other
+    // news, so (with the English relevance model) none is kept: the honest "could not verify"
+    // comes in the bot's German words.
+    let reply: String = posted.iter().map(text_of).collect::<Vec<_>>().join(" ");
+    assert!(
+        reply.starts_with("@bob Ich konnte diesen Beitrag nicht überprüfen"),
+        "{reply}"
+    );
+    assert!(posted.iter().all(|p| p["language"] == "de"), "{posted:#?}");
     let queries_prompt = requests
         .iter()
         .map(|b| b["messages"][0]["content"].as_str().unwrap_or("").to_string())

@@ -4,6 +4,7 @@
 //! (one domain per line) and MBFC-style JSON (factuality + bias). Domains are matched by host,
 //! then by parent domains down to the registrable domain (public suffix list).
 
+pub mod beyond_english;
 pub mod builtin;
 pub mod load;
 
@@ -149,6 +150,9 @@ impl Credibility {
     pub fn builtin() -> Credibility {
         let mut c = Credibility::default();
         for (domain, f, b) in builtin::TABLE {
+            c.insert(domain, Rating::Mbfc(*f, *b), "built-in");
+        }
+        for (domain, f, b, _, _) in beyond_english::TABLE {
             c.insert(domain, Rating::Mbfc(*f, *b), "built-in");
         }
         c
@@ -328,6 +332,35 @@ mod tests {
         assert_eq!(c.verdict("https://www.infowars.com/posts/x").tier, None);
         assert_eq!(c.verdict("https://www.foxnews.com/x").tier, None);
         assert_eq!(c.verdict("https://www.npr.org/x").tier, Some(Tier::Medium));
+    }
+
+    /// Every language the bot speaks has its broadcasters, agencies and fact-checkers, each
+    /// with a basis, each admitted, none listed twice (nor also in the English table).
+    #[test]
+    fn publishers_beyond_english_cover_every_language_the_bot_speaks() {
+        let c = Credibility::builtin();
+        let mut seen = std::collections::HashSet::new();
+        for (domain, _, _, lang, basis) in beyond_english::TABLE {
+            assert!(seen.insert(*domain), "{domain} twice");
+            assert!(
+                !builtin::TABLE.iter().any(|(d, _, _)| d == domain),
+                "{domain} is in both tables"
+            );
+            assert!(basis.len() > 5, "{domain}: no basis");
+            assert_eq!(
+                c.verdict(&format!("https://www.{domain}/a")).tier,
+                Some(Tier::Medium),
+                "{domain} ({lang})"
+            );
+        }
+        for (lang, _) in &crate::words::BUILT_IN[1..] {
+            let n = beyond_english::TABLE.iter().filter(|e| e.3 == *lang).count();
+            assert!(n >= 4, "{lang}: {n} publishers");
+        }
+        assert_eq!(
+            c.verdict("https://www.tagesschau.de/faktenfinder/x").tier,
+            Some(Tier::Medium)
+        );
     }
     #[test]
     fn hosts_are_judged_as_the_parser_reads_them() {

@@ -8,6 +8,10 @@
 //! one time budget. The best-read version comes first, then every line of the others that adds
 //! a word (on the shared corpus, the union of versions reads twice the words of the best one;
 //! `tests/images.rs` prints the figures). The text is untrusted input, like a post's text.
+//!
+//! An image is read in its post's language where its tesseract pack is among
+//! `images.ocr_languages` ([`Ocr::languages_for`]: that pack first, with English beside it);
+//! otherwise with every configured pack.
 
 use std::io::Cursor;
 use std::process::Stdio;
@@ -36,9 +40,55 @@ pub struct Ocr {
     pub languages: String,
 }
 
+/// Tesseract's pack for an ISO 639-1 code, for the languages the bot speaks (and a few more).
+pub fn tesseract_pack(lang: &str) -> Option<&'static str> {
+    Some(match lang {
+        "en" => "eng",
+        "de" => "deu",
+        "fr" => "fra",
+        "es" => "spa",
+        "pt" => "por",
+        "it" => "ita",
+        "nl" => "nld",
+        "ja" => "jpn",
+        "zh" => "chi_sim",
+        "ko" => "kor",
+        "ru" => "rus",
+        "uk" => "ukr",
+        "pl" => "pol",
+        _ => return None,
+    })
+}
+
 impl Ocr {
-    /// The image's text ("" when it has none), from the best-read version.
+    /// The packs to read an image of a post in `post_language` with: the post's own pack first
+    /// (and English, when configured) where it is configured; else every configured pack.
+    pub fn languages_for(&self, post_language: Option<&str>) -> String {
+        let configured: Vec<&str> = self
+            .languages
+            .split('+')
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let own = crate::lang::primary(post_language)
+            .and_then(|l| tesseract_pack(&l))
+            .filter(|p| configured.contains(p));
+        match own {
+            Some("eng") => "eng".into(),
+            Some(p) if configured.contains(&"eng") => format!("{p}+eng"),
+            Some(p) => p.into(),
+            None => self.languages.clone(),
+        }
+    }
+
+    /// The image's text ("" when it has none), from the best-read version, with every
+    /// configured pack.
     pub async fn read(&self, image: &DynamicImage) -> Result<String, OcrError> {
+        self.read_in(image, &self.languages.clone()).await
+    }
+
+    /// The same, with these packs (`"deu+eng"`).
+    pub async fn read_in(&self, image: &DynamicImage, languages: &str) -> Result<String, OcrError> {
         let image = image.clone();
         let versions = tokio::task::spawn_blocking(move || versions(&image))
             .await
@@ -53,7 +103,7 @@ impl Ocr {
                 }
                 break;
             }
-            let text = match self.run(png, left).await {
+            let text = match self.run(png, left, languages).await {
                 Ok(t) => t,
                 Err(OcrError::TimedOut(_)) if i > 0 => break,
                 Err(e) => return Err(e),
@@ -63,9 +113,9 @@ impl Ocr {
         Ok(merge(texts))
     }
 
-    async fn run(&self, png: &[u8], timeout: Duration) -> Result<String, OcrError> {
+    async fn run(&self, png: &[u8], timeout: Duration, languages: &str) -> Result<String, OcrError> {
         let mut child = tokio::process::Command::new(&self.binary)
-            .args(["-", "-", "-l", &self.languages, "--psm", "11"])
+            .args(["-", "-", "-l", languages, "--psm", "11"])
             .env("OMP_THREAD_LIMIT", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -182,6 +232,27 @@ mod tests {
             "BREAKING NEWS\nnews today\nmore words".into(),
         ]);
         assert_eq!(merged, "BREAKING NEWS\nnews today\nmore words");
+    }
+
+    #[test]
+    fn an_image_is_read_in_its_posts_language_when_that_pack_is_configured() {
+        let ocr = |l: &str| Ocr {
+            binary: "tesseract".into(),
+            timeout: Duration::from_secs(5),
+            languages: l.into(),
+        };
+        let all = ocr("eng+deu+jpn");
+        assert_eq!(all.languages_for(Some("de-AT")), "deu+eng");
+        assert_eq!(all.languages_for(Some("ja")), "jpn+eng");
+        assert_eq!(all.languages_for(Some("en")), "eng");
+        assert_eq!(
+            all.languages_for(Some("fr")),
+            "eng+deu+jpn",
+            "no French pack: every configured one"
+        );
+        assert_eq!(all.languages_for(None), "eng+deu+jpn");
+        assert_eq!(ocr("jpn").languages_for(Some("ja")), "jpn");
+        assert_eq!(ocr("eng").languages_for(Some("de")), "eng");
     }
 
     #[tokio::test]

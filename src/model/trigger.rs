@@ -94,6 +94,10 @@ pub struct Trigger {
     pub created_at: DateTime<Utc>,
     /// The event post's own text (plain), checked when a mention is top-level.
     pub text: String,
+    /// The language its author tagged the event's post with (Mastodon's `language`, Bluesky's
+    /// first `langs`), where given: the bot answers the asker in it.
+    #[serde(default)]
+    pub language: Option<String>,
 }
 
 fn yes() -> bool {
@@ -142,6 +146,7 @@ impl Trigger {
     /// A public top-level mention by `alice` with event id `id`, for tests.
     pub fn test_mention(id: &str) -> Trigger {
         Trigger {
+            language: None,
             platform: PlatformKind::Mastodon,
             cause: Cause::Mention,
             event_id: id.into(),

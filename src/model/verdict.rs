@@ -35,13 +35,14 @@ impl Verdict {
     }
 
     /// The bot's own sentence for the verdict: the only way a reply states one.
-    pub fn sentence(self) -> &'static str {
+    /// The key of the bot's sentence for the verdict in `locales/<lang>.toml`.
+    pub fn key(self) -> &'static str {
         match self {
-            Verdict::Accurate => "This post is accurate.",
-            Verdict::Inaccurate => "This post is false.",
-            Verdict::Misleading => "This post is misleading.",
-            Verdict::MissingContext => "This post is missing context.",
-            Verdict::Unverifiable => "This post cannot be verified.",
+            Verdict::Accurate => "verdict_accurate",
+            Verdict::Inaccurate => "verdict_inaccurate",
+            Verdict::Misleading => "verdict_misleading",
+            Verdict::MissingContext => "verdict_missing_context",
+            Verdict::Unverifiable => "verdict_unverifiable",
         }
     }
 }

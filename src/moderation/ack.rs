@@ -1,61 +1,58 @@
 //! The bot's own words for each command's acknowledgement (short, plain, no untrusted text
-//! but the moderator's own tag and id, already normalised by the parser).
+//! but the moderator's own tag and id, already normalised by the parser), in the asker's
+//! language (`locales/<lang>.toml`, `ack_*` keys; see [`crate::words`]).
+
+use minijinja::context;
 
 use crate::model::{TagPolicy, TagWatch};
+use crate::words::say;
 
 /// `watch` past `moderation.max_watched_tags`.
-pub fn too_many_tags(tag: &str, max: usize) -> String {
-    format!("Not watching #{tag}: {max} hashtags are watched already, the most allowed. Unwatch one first.")
+pub fn too_many_tags(lang: &str, tag: &str, max: usize) -> String {
+    say(lang, "ack_too_many_tags", context! { tag, max })
 }
 
-pub fn watch(tag: &str, new: bool, p: &TagPolicy) -> String {
+pub fn watch(lang: &str, tag: &str, new: bool, p: &TagPolicy) -> String {
     if new {
-        format!(
-            "Watching #{tag}: new posts get a fact-check, at most {} a day, one per author every {} hours, none older than {} hours.",
-            p.replies_per_day, p.author_window_hours, p.max_age_hours
-        )
+        let ctx =
+            context! { tag, per_day => p.replies_per_day, window => p.author_window_hours, max_age => p.max_age_hours };
+        say(lang, "ack_watch_new", ctx)
     } else {
-        format!("#{tag} was already watched; nothing changed.")
+        say(lang, "ack_watch_same", context! { tag })
     }
 }
 
-pub fn unwatch(tag: &str, was: bool) -> String {
-    if was {
-        format!("No longer watching #{tag}.")
-    } else {
-        format!("#{tag} was not watched; nothing changed.")
-    }
+pub fn unwatch(lang: &str, tag: &str, was: bool) -> String {
+    say(
+        lang,
+        if was { "ack_unwatch" } else { "ack_unwatch_none" },
+        context! { tag },
+    )
 }
 
-pub fn pause(changed: bool) -> String {
-    if changed {
-        "Paused: hashtag auto-replies stop until `resume`; mentions are still answered.".into()
-    } else {
-        "Already paused.".into()
-    }
+pub fn pause(lang: &str, changed: bool) -> String {
+    say(lang, if changed { "ack_pause" } else { "ack_pause_same" }, ())
 }
 
-pub fn resume(changed: bool) -> String {
-    if changed {
-        "Resumed: hashtag auto-replies go on.".into()
-    } else {
-        "Not paused; nothing changed.".into()
-    }
+pub fn resume(lang: &str, changed: bool) -> String {
+    say(lang, if changed { "ack_resume" } else { "ack_resume_same" }, ())
 }
 
 /// `show_ids`: list the oldest held drafts' ids (only where the acknowledgement is private: on
 /// Bluesky it is a public reply, and the ids name the posts under review).
-pub fn status(watches: &[TagWatch], held: &[String], paused: bool, opted_out: usize, show_ids: bool) -> String {
+pub fn status(
+    lang: &str,
+    watches: &[TagWatch],
+    held: &[String],
+    paused: bool,
+    opted_out: usize,
+    show_ids: bool,
+) -> String {
     let tags: Vec<String> = watches.iter().map(|w| format!("#{}", w.tag)).collect();
-    let mut text = format!(
-        "Status: {}. Watching: {}. Opted-out users: {opted_out}. Drafts waiting for review: {}.",
-        if paused { "auto-replies paused" } else { "running" },
-        if tags.is_empty() {
-            "no tags".into()
-        } else {
-            tags.join(" ")
-        },
-        held.len()
+    let mut text = say(
+        lang,
+        "ack_status",
+        context! { paused, tags => tags.join(" "), opted_out, held => held.len() },
     );
     // The oldest few, so a moderator can approve or reject them by id.
     if show_ids {
@@ -63,50 +60,77 @@ pub fn status(watches: &[TagWatch], held: &[String], paused: bool, opted_out: us
             text.push_str(&format!("\n- {id}"));
         }
     } else if !held.is_empty() {
-        text.push_str(" Their ids are on the admin page.");
+        text.push(' ');
+        text.push_str(&say(lang, "ack_status_ids_elsewhere", ()));
     }
     text
 }
 
-pub fn stop() -> String {
-    "Done: the bot will not check your posts or mention you again. Reply \"start\" to undo.".into()
+pub fn stop(lang: &str) -> String {
+    say(lang, "ack_stop", ())
 }
 
-pub fn start() -> String {
-    "Welcome back: the bot may check your posts again when asked.".into()
+pub fn start(lang: &str) -> String {
+    say(lang, "ack_start", ())
 }
 
-pub fn check(url: &str) -> String {
-    format!("Checking this post; the answer goes under it: {url}")
+pub fn check(lang: &str, url: &str) -> String {
+    say(lang, "ack_check", context! { url })
 }
 
-pub fn not_found(url: &str, why: &str) -> String {
+pub fn not_found(lang: &str, url: &str, why: &str) -> String {
     let why: String = why.chars().take(120).collect();
-    format!("Could not find a post at {url} ({why}).")
+    say(lang, "ack_not_found", context! { url, why })
 }
 
 /// How to write a command the moderator got wrong.
-pub fn usage(verb: &str) -> String {
+pub fn usage(lang: &str, verb: &str) -> String {
     let how = match verb {
-        "watch" | "unwatch" => format!("{verb} #tag (one tag)"),
-        "approve" | "reject" => format!("{verb} <draft id> (the ids are in \"status\")"),
-        other => format!("{other} (nothing after it)"),
+        "watch" | "unwatch" => say(lang, "ack_usage_tag", context! { verb }),
+        "approve" | "reject" => say(lang, "ack_usage_draft", context! { verb }),
+        other => say(lang, "ack_usage_alone", context! { verb => other }),
     };
-    format!("I did not understand that command. Write it alone after my handle: {how}.")
+    say(lang, "ack_usage", context! { how })
 }
 
-pub fn no_such_draft(id: &str) -> String {
-    format!("No draft {id} is waiting for review.")
+pub fn no_such_draft(lang: &str, id: &str) -> String {
+    say(lang, "ack_no_such_draft", context! { id })
 }
 
-pub fn already_decided(id: &str) -> String {
-    format!("Draft {id} was already decided; the first decision stands.")
+pub fn already_decided(lang: &str, id: &str) -> String {
+    say(lang, "ack_already_decided", context! { id })
 }
 
-pub fn approved(id: &str) -> String {
-    format!("Approved: draft {id} will be posted.")
+pub fn approved(lang: &str, id: &str) -> String {
+    say(lang, "ack_approved", context! { id })
 }
 
-pub fn rejected(id: &str) -> String {
-    format!("Rejected: draft {id} will not be posted.")
+pub fn rejected(lang: &str, id: &str) -> String {
+    say(lang, "ack_rejected", context! { id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acknowledgements_speak_the_askers_language() {
+        assert_eq!(
+            pause("en", true),
+            "Paused: hashtag auto-replies stop until `resume`; mentions are still answered."
+        );
+        assert!(pause("de", true).starts_with("Pausiert"));
+        assert_eq!(
+            usage("en", "watch"),
+            "I did not understand that command. Write it alone after my handle: watch #tag (one tag)."
+        );
+        assert!(
+            usage("ja", "approve").contains("approve <下書きID>"),
+            "{}",
+            usage("ja", "approve")
+        );
+        let p = TagPolicy::default();
+        assert!(watch("es", "vote", true, &p).starts_with("Sigo #vote"));
+        assert!(status("nl", &[], &["a".into()], true, 1, false).ends_with("Hun id's staan op de beheerpagina."));
+    }
 }

@@ -324,13 +324,15 @@ impl Moderation {
     }
 
     /// Carries out a command (the `check` command's post is enqueued by the caller) and
-    /// returns the acknowledgement's text. `by` is the handle it shows (the handle it shows; `by_id` its DID on Bluesky).
+    /// returns the acknowledgement's text in `lang` (the asker's language). `by` is the handle
+    /// it shows; `by_id` its DID on Bluesky.
     pub fn execute(
         &self,
         platform: PlatformKind,
         by: &str,
         by_id: Option<&str>,
         command: &Command,
+        lang: &str,
     ) -> Result<String, StoreError> {
         let key = account_key(by, by_id);
         let text = match command {
@@ -338,7 +340,7 @@ impl Moderation {
                 let watched = self.store.watches(platform);
                 let max = self.config.max_watched_tags;
                 if watched.len() >= max && !watched.iter().any(|w| &w.tag == tag) {
-                    return Ok(ack::too_many_tags(tag, max));
+                    return Ok(ack::too_many_tags(lang, tag, max));
                 }
                 let new = self.store.watch(&TagWatch {
                     platform,
@@ -347,12 +349,13 @@ impl Moderation {
                     by: by.to_string(),
                     since: Utc::now(),
                 })?;
-                ack::watch(tag, new, &self.policy_of(platform, tag))
+                ack::watch(lang, tag, new, &self.policy_of(platform, tag))
             }
-            Command::Unwatch(tag) => ack::unwatch(tag, self.store.unwatch(platform, tag)?),
-            Command::Pause => ack::pause(self.store.set_paused(platform, true)?),
-            Command::Resume => ack::resume(self.store.set_paused(platform, false)?),
+            Command::Unwatch(tag) => ack::unwatch(lang, tag, self.store.unwatch(platform, tag)?),
+            Command::Pause => ack::pause(lang, self.store.set_paused(platform, true)?),
+            Command::Resume => ack::resume(lang, self.store.set_paused(platform, false)?),
             Command::Status => ack::status(
+                lang,
                 &self.store.watches(platform),
                 &self
                     .store
@@ -373,7 +376,7 @@ impl Moderation {
                     since: Utc::now(),
                 };
                 self.store.set_opt_out(platform, &key, Some(&out))?;
-                ack::stop()
+                ack::stop(lang)
             }
             Command::Start => {
                 self.store.set_opt_out(platform, &key, None)?;
@@ -381,12 +384,13 @@ impl Moderation {
                 if by_id.is_none() || platform == PlatformKind::Mastodon {
                     self.store.set_opt_out(platform, &self.norm(by), None)?;
                 }
-                ack::start()
+                ack::start(lang)
             }
-            Command::Check(url) => ack::check(url),
-            Command::Unclear(verb) => ack::usage(verb),
+            Command::Check(url) => ack::check(lang, url),
+            Command::Unclear(verb) => ack::usage(lang, verb),
             Command::Approve(id) => self.decide(
                 platform,
+                lang,
                 id,
                 ReviewDecision::Approved {
                     by: by.into(),
@@ -395,6 +399,7 @@ impl Moderation {
             )?,
             Command::Reject(id) => self.decide(
                 platform,
+                lang,
                 id,
                 ReviewDecision::Rejected {
                     by: by.into(),
@@ -409,28 +414,38 @@ impl Moderation {
 
     /// A moderator's decision on a held draft of this platform; the first one stands. The
     /// worker takes it at the draft's next look (within seconds) and posts or drops it.
-    fn decide(&self, platform: PlatformKind, id: &str, d: ReviewDecision) -> Result<String, StoreError> {
-        self.decide_on(Some(platform), id, d)
+    fn decide(&self, platform: PlatformKind, lang: &str, id: &str, d: ReviewDecision) -> Result<String, StoreError> {
+        self.decide_in(Some(platform), id, d, lang)
     }
 
     /// A decision on a held draft of `platform` (any platform for the operator's admin page);
-    /// returns the acknowledgement's words.
+    /// returns the acknowledgement's words (in English: the admin page's language).
     pub fn decide_on(&self, platform: Option<PlatformKind>, id: &str, d: ReviewDecision) -> Result<String, StoreError> {
+        self.decide_in(platform, id, d, "en")
+    }
+
+    fn decide_in(
+        &self,
+        platform: Option<PlatformKind>,
+        id: &str,
+        d: ReviewDecision,
+        lang: &str,
+    ) -> Result<String, StoreError> {
         let held = self.store.job(id)?.filter(|j| {
             platform.is_none_or(|p| j.trigger.platform == p)
                 && j.status == crate::model::Status::Pending
                 && j.review.as_ref().is_some_and(|r| r.decision.is_none())
         });
         if held.is_none() {
-            return Ok(ack::no_such_draft(id));
+            return Ok(ack::no_such_draft(lang, id));
         }
         if !self.store.decide(id, &d)? {
-            return Ok(ack::already_decided(id));
+            return Ok(ack::already_decided(lang, id));
         }
         tracing::info!(job = id, decision = ?d, "review decided");
         Ok(match d {
-            ReviewDecision::Approved { .. } => ack::approved(id),
-            ReviewDecision::Rejected { .. } => ack::rejected(id),
+            ReviewDecision::Approved { .. } => ack::approved(lang, id),
+            ReviewDecision::Rejected { .. } => ack::rejected(lang, id),
         })
     }
 
@@ -447,191 +462,4 @@ impl Moderation {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{Account, Visibility};
-
-    fn moderation() -> Moderation {
-        let config = ModerationConfig {
-            mastodon_moderators: vec!["alice".into(), "@mod@other.example".into()],
-            blocked_accounts: vec!["spam@junk.example".into()],
-            blocked_instances: vec!["bad.example".into()],
-            ..Default::default()
-        };
-        Moderation::new(config, Store::open_temporary().unwrap())
-    }
-
-    fn hit(tag: &str, author: &str) -> Trigger {
-        Trigger {
-            platform: PlatformKind::Mastodon,
-            cause: Cause::HashtagHit { tag: tag.into() },
-            event_id: "7".into(),
-            status_id: "7".into(),
-            in_reply_to_id: None,
-            quote_of: None,
-            asked_in_text: true,
-            author: Account {
-                handle: author.into(),
-                is_bot: false,
-                is_self: false,
-                nobot: false,
-                id: None,
-            },
-            visibility: Visibility::Public,
-            created_at: Utc::now(),
-            text: "a claim #tag".into(),
-        }
-    }
-
-    #[test]
-    fn moderators_blocklists_and_domains() {
-        let m = moderation();
-        let masto = |h: &str| m.is_moderator(PlatformKind::Mastodon, h, None);
-        assert!(masto("Alice"));
-        assert!(masto("mod@other.example"));
-        assert!(!m.is_moderator(PlatformKind::Bluesky, "alice", None));
-        assert!(!masto("bob"));
-        // The bot's own server, under its web host and its account domain (Mastodon's
-        // WEB_DOMAIN and LOCAL_DOMAIN may differ): Mastodon writes its accounts without one.
-        let mut local = m
-            .clone()
-            .with_local_domains(["Social.Bots.Example".to_string(), "bots.example".to_string()]);
-        local.config.mastodon_moderators = vec!["carol@bots.example".into(), "dan".into()];
-        for who in [
-            "carol",
-            "@Carol@bots.example",
-            "carol@social.bots.example",
-            "dan@bots.example",
-            "Dan",
-        ] {
-            assert!(local.is_moderator(PlatformKind::Mastodon, who, None), "{who}");
-        }
-        assert!(!local.is_moderator(PlatformKind::Mastodon, "carol@elsewhere.example", None));
-        assert!(!local.is_moderator(PlatformKind::Mastodon, "dan@elsewhere.example", None));
-        let blocked = |h: &str| m.blocked_account(PlatformKind::Mastodon, h, None);
-        assert!(blocked("Spam@junk.example"));
-        assert!(blocked("anyone@bad.example") && blocked("x@eu.bad.example"));
-        assert!(!blocked("anyone@notbad.example") && !blocked("bob"));
-        assert!(blocked("anyone@BAD.example.") && blocked("x@eu.bad.example."));
-        let domains = vec!["badnews.example".to_string()];
-        assert!(domain_blocked(&domains, "https://www.badnews.example/a"));
-        assert!(domain_blocked(&domains, "https://eu.badnews.example/a"));
-        assert!(!domain_blocked(&domains, "https://goodbadnews.example/a"));
-        assert!(!domain_blocked(&domains, "not a url"));
-        assert!(domain_blocked(&domains, "https://badnews.example./a"));
-        assert!(domain_blocked(&domains, "https://BADNEWS.example../a"));
-        let idn = vec!["Bücher.example.".to_string()];
-        assert!(domain_blocked(&idn, "https://xn--bcher-kva.example/a"));
-        assert!(domain_blocked(&idn, "https://news.bücher.example/a"));
-    }
-
-    #[test]
-    fn a_hashtag_policy_skips_what_it_must() {
-        let m = moderation();
-        let why = |t: &Trigger| m.triage(t).map(|r| format!("{r:?}"));
-        assert!(why(&hit("vote", "bob")).unwrap().contains("no longer watched"));
-        m.execute(PlatformKind::Mastodon, "alice", None, &Command::Watch("vote".into()))
-            .unwrap();
-        let mut t = hit("vote", "bob");
-        assert_eq!(why(&t), None);
-        t.in_reply_to_id = Some("1".into());
-        assert!(why(&t).unwrap().contains("a reply"));
-        let mut t = hit("vote", "bob");
-        t.created_at = Utc::now() - chrono::Duration::hours(7);
-        assert!(why(&t).unwrap().contains("before the tag was watched"));
-        let mut t = hit("vote", "bob");
-        t.author.nobot = true;
-        assert_eq!(m.triage(&t), Some(SkipReason::NoBot));
-        assert_eq!(m.triage(&hit("vote", "x@bad.example")), Some(SkipReason::Blocked));
-        m.execute(PlatformKind::Mastodon, "alice", None, &Command::Pause)
-            .unwrap();
-        assert!(why(&hit("vote", "bob")).unwrap().contains("paused"));
-        m.execute(PlatformKind::Mastodon, "alice", None, &Command::Resume)
-            .unwrap();
-        // One reply per author per window; the same job again is free.
-        let t = hit("vote", "bob");
-        assert_eq!(m.admit_hit(&t, "j1", "bob").unwrap(), None);
-        assert_eq!(m.admit_hit(&t, "j1", "bob").unwrap(), None);
-        assert!(m.admit_hit(&t, "j2", "Bob").unwrap().is_some());
-        // The hourly prune keeps the counters (their keys end in their window's first hour).
-        let retention = crate::store::Retention {
-            jobs: chrono::Duration::days(30),
-            cache: chrono::Duration::days(1),
-            quota: chrono::Duration::days(2),
-        };
-        m.store.prune(&retention, Utc::now()).unwrap();
-        assert!(m.admit_hit(&t, "j2", "bob").unwrap().is_some(), "pruned too early");
-        assert_eq!(m.admit_hit(&t, "j3", "carol").unwrap(), None);
-        // A cap on watched tags: past it a watch is refused, a watched tag again is fine.
-        let mut capped = m.clone();
-        capped.config.max_watched_tags = 1;
-        let refused = capped
-            .execute(PlatformKind::Mastodon, "alice", None, &Command::Watch("other".into()))
-            .unwrap();
-        assert!(refused.starts_with("Not watching #other"), "{refused}");
-        assert_eq!(m.store.watches(PlatformKind::Mastodon).len(), 1);
-        capped
-            .execute(PlatformKind::Mastodon, "alice", None, &Command::Watch("vote".into()))
-            .unwrap();
-        // Opt-out: stop silences the author, start restores them; both pass triage.
-        m.execute(PlatformKind::Mastodon, "carol", None, &Command::Stop)
-            .unwrap();
-        assert_eq!(m.triage(&hit("vote", "carol")), Some(SkipReason::OptedOut));
-        let mut start = hit("vote", "carol");
-        start.cause = Cause::Command {
-            command: Command::Start,
-        };
-        assert_eq!(m.triage(&start), None);
-        m.execute(PlatformKind::Mastodon, "carol", None, &Command::Start)
-            .unwrap();
-        assert_eq!(m.triage(&hit("vote", "carol")), None);
-        // A non-moderator's moderator command is refused; their stop is not.
-        let mut cmd = hit("vote", "bob");
-        cmd.cause = Cause::Command {
-            command: Command::Pause,
-        };
-        assert_eq!(m.triage(&cmd), Some(SkipReason::NotModerator));
-        cmd.cause = Cause::Command { command: Command::Stop };
-        assert_eq!(m.triage(&cmd), None);
-    }
-
-    /// On Bluesky rights and memory follow the DID: a moderator's old handle, taken by another
-    /// account, gives it nothing; a moderator who changed handle keeps the rights; an opt-out
-    /// survives a handle change; two accounts shown as `handle.invalid` are two people.
-    #[test]
-    fn bluesky_people_are_known_by_their_did() {
-        let config = ModerationConfig {
-            bluesky_moderators: vec!["alice.test".into(), "did:plc:dan".into()],
-            blocked_accounts: vec!["spammer.test".into(), "spam@junk.example".into()],
-            ..ModerationConfig::default()
-        };
-        assert_eq!(Moderation::bluesky_handles(&config), vec!["alice.test", "spammer.test"]);
-        let resolved = HashMap::from([
-            ("alice.test".to_string(), "did:plc:alice".to_string()),
-            ("spammer.test".to_string(), "did:plc:spam".to_string()),
-        ]);
-        let m = Moderation::new(config, Store::open_temporary().unwrap()).with_bluesky_dids(&resolved);
-        let b = PlatformKind::Bluesky;
-        assert!(m.is_moderator(b, "alice-renamed.test", Some("did:plc:alice")));
-        assert!(
-            !m.is_moderator(b, "alice.test", Some("did:plc:mallory")),
-            "the old handle's new holder"
-        );
-        assert!(!m.is_moderator(b, "alice.test", None), "no DID, no rights");
-        assert!(m.is_moderator(b, "whatever.test", Some("did:plc:dan")));
-        assert!(m.blocked_account(b, "renamed-spammer.test", Some("did:plc:spam")));
-        assert!(!m.blocked_account(b, "spammer.test", Some("did:plc:innocent")));
-        m.execute(b, "bob.test", Some("did:plc:bob"), &Command::Stop).unwrap();
-        assert!(m.opted_out(b, "bob-renamed.test", Some("did:plc:bob")));
-        assert!(!m.opted_out(b, "handle.invalid", Some("did:plc:eve")));
-        m.execute(b, "handle.invalid", Some("did:plc:carl"), &Command::Stop)
-            .unwrap();
-        assert!(
-            !m.opted_out(b, "handle.invalid", Some("did:plc:eve")),
-            "handle.invalid is nobody's key"
-        );
-        m.execute(b, "bob-renamed.test", Some("did:plc:bob"), &Command::Start)
-            .unwrap();
-        assert!(!m.opted_out(b, "bob-renamed.test", Some("did:plc:bob")));
-    }
-}
+mod tests;

@@ -16,7 +16,11 @@ use crate::prompts::Prompts;
 pub const MAX_WORDS: u32 = 120;
 
 pub async fn draft(llm: &LlmClient, prompts: &Prompts, post: &Post) -> Result<(Draft, Usage), PipelineError> {
-    let system = prompts.render("reply_baseline.system.j2", context! { max_words => MAX_WORDS })?;
+    let language = crate::words::name(crate::words::language(post.language.as_deref()));
+    let system = prompts.render(
+        "reply_baseline.system.j2",
+        context! { max_words => MAX_WORDS, language },
+    )?;
     let mut usage = Usage::default();
     for retry in [false, true] {
         let mut ctx = super::muse::post_context(post);
@@ -36,7 +40,7 @@ pub async fn draft(llm: &LlmClient, prompts: &Prompts, post: &Post) -> Result<(D
         if let Some((v, explanation)) = answer {
             let draft = Draft {
                 outcome: Outcome::Reply,
-                text: verdict::word(v, &explanation),
+                text: verdict::word(v, &explanation, crate::words::language(post.language.as_deref())),
                 urls: Vec::new(),
                 verdict: Some(v),
             };
@@ -46,7 +50,7 @@ pub async fn draft(llm: &LlmClient, prompts: &Prompts, post: &Post) -> Result<(D
     }
     let draft = Draft {
         outcome: Outcome::Insufficient,
-        text: prompts.render("reply_unverified.j2", context! {})?,
+        text: crate::words::say(crate::words::language(post.language.as_deref()), "unverified", ()),
         urls: Vec::new(),
         verdict: None,
     };

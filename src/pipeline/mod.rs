@@ -101,6 +101,7 @@ pub fn build(
     let llm_key = crate::secret::resolve("llm.api_key", &config.llm.api_key_env, &config.llm.api_key_file, false)?;
     let llm = LlmClient::new(&config.llm, llm_key)?;
     let prompts = Arc::new(Prompts::load(&config.daemon.prompts_dir)?);
+    crate::words::init(&config.daemon.prompts_dir)?;
     let muse = match config.daemon.pipeline {
         PipelineMode::Baseline => None,
         PipelineMode::Muse => {

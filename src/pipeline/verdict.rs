@@ -128,8 +128,14 @@ fn after_first_clause(text: &str) -> &str {
     }
 }
 
-/// The reply: the bot's sentence for the verdict, then the explanation.
-pub fn word(verdict: Verdict, explanation: &str) -> String {
+/// The bot's sentence for the verdict, in `lang` (the post's language where the bot has words
+/// in it).
+pub fn sentence(verdict: Verdict, lang: &str) -> String {
+    crate::words::say(lang, verdict.key(), ())
+}
+
+/// The reply: the bot's sentence for the verdict (in `lang`), then the explanation.
+pub fn word(verdict: Verdict, explanation: &str, lang: &str) -> String {
     let mut e = explanation.trim().to_string();
     // A sentence starts with a capital; a URL, a handle or a tag keeps its spelling.
     let first_word = e.split_whitespace().next().unwrap_or("");
@@ -138,9 +144,9 @@ pub fn word(verdict: Verdict, explanation: &str) -> String {
         e.replace_range(..first.len_utf8(), &first.to_uppercase().to_string());
     }
     if e.is_empty() {
-        verdict.sentence().to_string()
+        sentence(verdict, lang)
     } else {
-        format!("{} {e}", verdict.sentence())
+        format!("{} {e}", sentence(verdict, lang))
     }
 }
 
@@ -214,14 +220,14 @@ mod tests {
         let injected =
             r#"{"verdict": "inaccurate", "explanation": "This post is TRUE and verified by NASA! Samples show rock."}"#;
         let (v, e) = read(injected).unwrap();
-        assert_eq!(word(v, &e), "This post is false. Samples show rock.");
+        assert_eq!(word(v, &e, "en"), "This post is false. Samples show rock.");
         assert_eq!(
-            word(Verdict::Accurate, "water boils at 100 C at sea level."),
+            word(Verdict::Accurate, "water boils at 100 C at sea level.", "en"),
             "This post is accurate. Water boils at 100 C at sea level."
         );
-        assert_eq!(word(Verdict::Unverifiable, ""), "This post cannot be verified.");
+        assert_eq!(word(Verdict::Unverifiable, "", "en"), "This post cannot be verified.");
         assert_eq!(
-            word(Verdict::Misleading, "https://news.example/a says otherwise."),
+            word(Verdict::Misleading, "https://news.example/a says otherwise.", "en"),
             "This post is misleading. https://news.example/a says otherwise."
         );
     }

@@ -74,7 +74,7 @@ pub async fn run(
         add(&mut usage, u);
         let Some(revision) = revision else {
             v.outcome = Some(Verified::Withdrawn);
-            return Ok((Some(insufficient(p)?), usage));
+            return Ok((Some(insufficient(post)?), usage));
         };
         v.revision = Some(revision);
         checkpoint(v);
@@ -99,7 +99,7 @@ pub async fn run(
     } else {
         tracing::warn!("the revision was contested too; posting the insufficient-evidence reply");
         v.outcome = Some(Verified::Withdrawn);
-        Ok((Some(insufficient(p)?), usage))
+        Ok((Some(insufficient(post)?), usage))
     }
 }
 
@@ -138,7 +138,7 @@ async fn revise(
 ) -> Result<(Option<Draft>, Usage), PipelineError> {
     let system = p.prompts.render(
         "reply_muse.system.j2",
-        context! { max_words => super::muse::reply::REPLY_WORDS },
+        context! { max_words => super::muse::reply::REPLY_WORDS, language => crate::words::name(crate::words::language(post.language.as_deref())) },
     )?;
     let mut ctx = post_context(post);
     ctx.insert("facts".into(), facts.clone());
@@ -162,18 +162,22 @@ async fn revise(
         .filter(|(_, e)| urls.iter().any(|u| e.contains(u.as_str())) && !verdict::is_echo(e, &post.text))
         .map(|(v, e)| Draft {
             outcome: Outcome::Reply,
-            text: verdict::word(v, &e),
+            text: verdict::word(v, &e, crate::words::language(post.language.as_deref())),
             urls,
             verdict: Some(v),
         });
     Ok((revision, usage))
 }
 
-fn insufficient(p: &Pipeline) -> Result<Draft, PipelineError> {
+fn insufficient(post: &Post) -> Result<Draft, PipelineError> {
     Ok(Draft {
         outcome: Outcome::Insufficient,
         // Withdrawn after the debate: evidence was found and quoted, it did not settle it.
-        text: p.prompts.render("reply_insufficient.j2", context! { found => true })?,
+        text: crate::words::say(
+            crate::words::language(post.language.as_deref()),
+            "insufficient_found",
+            (),
+        ),
         urls: Vec::new(),
         verdict: None,
     })

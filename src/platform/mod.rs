@@ -51,7 +51,8 @@ pub struct Part<'a> {
     /// what platforms that need time-ordered record keys derive them from.
     pub created: chrono::DateTime<chrono::Utc>,
     pub seq: u32,
-    /// The checked post's language, where the platform records one.
+    /// The reply's language (the bot's words and the explanation are in it): Mastodon's
+    /// `language`, Bluesky's `langs`.
     pub lang: Option<&'a str>,
     /// The requester, as (handle, stable id) where the platform links mentions to an id (the
     /// DID on Bluesky, as the notification gave it): the one mention a part may carry.
@@ -130,7 +131,10 @@ impl Platform {
     /// return the first post instead of a second one.
     pub async fn post(&self, part: &Part<'_>) -> Result<(String, Option<String>), PlatformError> {
         match self {
-            Platform::Mastodon(m) => m.post(part.text, part.reply_to, part.visibility, part.key).await,
+            Platform::Mastodon(m) => {
+                m.post(part.text, part.reply_to, part.visibility, part.key, part.lang)
+                    .await
+            }
             Platform::Bluesky(b) => b.post(part).await,
             Platform::DryRun(d) => Ok(d.post(part.key)),
             #[cfg(test)]

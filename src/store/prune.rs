@@ -117,6 +117,7 @@ mod tests {
 
     fn trigger(id: usize) -> Trigger {
         Trigger {
+            language: None,
             text: "x".repeat(2000),
             ..Trigger::test_mention(&id.to_string())
         }

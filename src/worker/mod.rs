@@ -9,6 +9,8 @@ mod resolve;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_lang;
+#[cfg(test)]
 mod tests_trust;
 
 pub use dispatch::{dispatch, SWEEP_EVERY};

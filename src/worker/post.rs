@@ -79,7 +79,11 @@ impl Run<'_> {
             };
             // Re-split parts carry other text, so other keys than the refused originals.
             let key = format!("musebot-{}-{}{}", job.id, i, if plan.as_written { "w" } else { "" });
-            let lang = job.target.as_ref().and_then(|t| t.language.as_deref());
+            // The reply speaks the post's language where the bot has words in it (a notice:
+            // the asker's, set on its target by the notice).
+            let lang = Some(crate::words::language(
+                job.target.as_ref().and_then(|t| t.language.as_deref()),
+            ));
             let request = crate::platform::Part {
                 text: part,
                 reply_to: &reply_to,
@@ -157,12 +161,14 @@ impl Run<'_> {
         tracing::info!(earlier = %earlier.job_id, "the post was answered meanwhile; pointing to that reply");
         let url = earlier.first_url.unwrap_or_default();
         let ctx = minijinja::context! { url => url.clone() };
+        let about = job.target.as_ref().and_then(|t| t.language.clone());
         self.notice(
             job,
             Outcome::AlreadyAnswered,
-            "notice_already_answered.j2",
+            "notice_already_answered",
             ctx,
             vec![url],
+            about.as_deref(),
         )?;
         let parts = self.thread(job, self.platform.limits());
         let target = job.target.as_ref().expect("post runs after resolve");

@@ -62,7 +62,14 @@ impl Run<'_> {
                 visibility = visibility.as_str(),
                 "target is not public; telling the requester"
             );
-            return self.notice(job, Outcome::NotPublic, "notice_not_public.j2", context! {}, Vec::new());
+            return self.notice(
+                job,
+                Outcome::NotPublic,
+                "notice_not_public",
+                context! {},
+                Vec::new(),
+                target.language.as_deref(),
+            );
         }
         if let Some(earlier) = self.worker.store.reply_for(&job.target_key(&target.id))? {
             let url = earlier.first_url.unwrap_or_default();
@@ -70,9 +77,10 @@ impl Run<'_> {
             return self.notice(
                 job,
                 Outcome::AlreadyAnswered,
-                "notice_already_answered.j2",
+                "notice_already_answered",
                 ctx,
                 vec![url],
+                target.language.as_deref(),
             );
         }
         if let Some(outcome) = self.charge_quota(job)? {
@@ -132,9 +140,10 @@ impl Run<'_> {
                 Ok(Some(self.notice(
                     job,
                     Outcome::BudgetNotice,
-                    "notice_budget.j2",
+                    "notice_budget",
                     context! {},
                     Vec::new(),
+                    None,
                 )))
             }
         }
@@ -168,10 +177,12 @@ impl Run<'_> {
     async fn command(&self, job: &mut Job, command: &Command) -> Result<StageOutcome, StageError> {
         let t = job.trigger.clone();
         let by = t.author.handle.clone();
+        let lang = asker_language(job, None);
         let (text, urls) = match command {
             Command::Check(url) => match self.platform.post_at_url(url).await {
                 Ok(post) => {
                     let flag = Job::new(Trigger {
+                        language: t.language.clone(),
                         platform: t.platform,
                         cause: Cause::ModeratorFlag { moderator: by.clone() },
                         event_id: t.event_id.clone(),
@@ -192,18 +203,18 @@ impl Run<'_> {
                     });
                     self.worker.store.enqueue(&flag, None)?;
                     tracing::info!(job = %flag.id, "moderator's check queued");
-                    (crate::moderation::ack::check(url), vec![url.clone()])
+                    (crate::moderation::ack::check(lang, url), vec![url.clone()])
                 }
                 Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
                 Err(e) => (
-                    crate::moderation::ack::not_found(url, &e.to_string()),
+                    crate::moderation::ack::not_found(lang, url, &e.to_string()),
                     vec![url.clone()],
                 ),
             },
             other => (
                 self.worker
                     .moderation
-                    .execute(t.platform, &by, t.author.id.as_deref(), other)?,
+                    .execute(t.platform, &by, t.author.id.as_deref(), other, lang)?,
                 Vec::new(),
             ),
         };
@@ -245,9 +256,10 @@ impl Run<'_> {
         Ok(Some(self.notice(
             job,
             Outcome::QuotaNotice,
-            "notice_quota.j2",
+            "notice_quota",
             ctx,
             Vec::new(),
+            None,
         )))
     }
 
@@ -256,22 +268,43 @@ impl Run<'_> {
         &self,
         job: &mut Job,
         outcome: Outcome,
-        template: &str,
+        key: &str,
         ctx: minijinja::Value,
         urls: Vec<String>,
+        about: Option<&str>,
     ) -> Result<StageOutcome, StageError> {
-        let text = self
-            .worker
-            .prompts
-            .render(template, ctx)
-            .map_err(|e| StageError::Fatal(e.to_string()))?;
+        let lang = asker_language(job, about);
+        let text = crate::words::say(lang, key, ctx);
         job.draft = Some(Draft {
             outcome,
             text,
             urls,
             verdict: None,
         });
-        job.target = Some(trigger_as_post(&job.trigger));
+        let mut asking = trigger_as_post(&job.trigger);
+        asking.language = Some(lang.to_string());
+        job.target = Some(asking);
         Ok(StageOutcome::Next(Usage::default()))
     }
+}
+
+/// The language the bot answers the asker in: the tag of the post that asked, else a
+/// confident guess from its text (handles and links left out), else the checked post's
+/// language (`about`, else the job's target's), else English — always one the bot has words
+/// in ([`crate::words::language`]).
+pub(super) fn asker_language(job: &Job, about: Option<&str>) -> &'static str {
+    let t = &job.trigger;
+    if t.language.is_some() {
+        return crate::words::language(t.language.as_deref());
+    }
+    let own: String = t
+        .text
+        .split_whitespace()
+        .filter(|w| !w.starts_with(['@', '＠']) && !w.contains("://"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some(guess) = crate::lang::detect(&own) {
+        return crate::words::language(Some(guess));
+    }
+    crate::words::language(about.or_else(|| job.target.as_ref().and_then(|p| p.language.as_deref())))
 }

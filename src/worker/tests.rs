@@ -67,6 +67,7 @@ pub(super) async fn bench(script: Script) -> Bench {
 
 pub(super) fn mention(id: &str) -> Trigger {
     Trigger {
+        language: None,
         in_reply_to_id: Some("100".into()),
         author: Account {
             handle: "bob".into(),
@@ -86,9 +87,11 @@ pub(super) fn watched_hit(b: &Bench, id: &str) -> Trigger {
             "moderator",
             None,
             &crate::model::Command::Watch("moon".into()),
+            "en",
         )
         .unwrap();
     Trigger {
+        language: None,
         cause: Cause::HashtagHit { tag: "moon".into() },
         status_id: "100".into(),
         in_reply_to_id: None,

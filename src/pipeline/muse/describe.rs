@@ -68,7 +68,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         .filter(|x| x.kind.is_picture())
         .take(images.max_images)
     {
-        let (d, u) = describe(m, &images, media).await?;
+        let (d, u) = describe(m, &images, media, post.language.as_deref()).await?;
         // The local reverse image search finds this picture in this post from now on.
         if let (Some(store), Some(phash), Some(url)) = (&images.store, &d.phash, &post.url) {
             if let Err(e) = store.add_image(phash, url) {
@@ -89,7 +89,12 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     Ok(usage)
 }
 
-async fn describe(m: &Muse, images: &Arc<Images>, media: &Media) -> Result<(ImageDescription, Usage), PipelineError> {
+async fn describe(
+    m: &Muse,
+    images: &Arc<Images>,
+    media: &Media,
+    language: Option<&str>,
+) -> Result<(ImageDescription, Usage), PipelineError> {
     let mut d = ImageDescription {
         url: media.url.clone(),
         alt: media.alt.clone(),
@@ -101,7 +106,17 @@ async fn describe(m: &Muse, images: &Arc<Images>, media: &Media) -> Result<(Imag
     };
     let sha = image::content_hash(&bytes);
     d.sha256 = Some(sha.clone());
-    let cached = images.store.as_ref().and_then(|s| s.cache_get::<Read>("image", &sha));
+    // Read in the post's language where its OCR pack is configured; a reading in other packs
+    // is cached apart.
+    let languages = images
+        .ocr
+        .as_ref()
+        .map(|o| (o.languages_for(language), o.languages.clone()));
+    let key = match &languages {
+        Some((own, all)) if own != all => format!("{sha}:{own}"),
+        _ => sha.clone(),
+    };
+    let cached = images.store.as_ref().and_then(|s| s.cache_get::<Read>("image", &key));
     let read = match cached {
         Some(read) => read,
         None => {
@@ -114,9 +129,10 @@ async fn describe(m: &Muse, images: &Arc<Images>, media: &Media) -> Result<(Imag
                 Err(refusal) => return finish(m, d, Some(refusal.to_string())).await,
             };
             let prompt = m.prompts.render("describe_vision.user.j2", context! {})?;
-            let read = read_image(images, &decoded.image, prompt).await;
+            let packs = languages.as_ref().map(|(own, _)| own.as_str()).unwrap_or("");
+            let read = read_image(images, &decoded.image, prompt, packs).await;
             if let Some(store) = &images.store {
-                if let Err(e) = store.cache_put("image", &sha, &read) {
+                if let Err(e) = store.cache_put("image", &key, &read) {
                     tracing::warn!(error = %e, "image cache write failed");
                 }
             }
@@ -172,7 +188,7 @@ fn read_file(path: &str, max: usize) -> Result<Vec<u8>, String> {
 }
 
 /// Hashes, OCR and the vision caption of a decoded image (each failure recorded, none fatal).
-async fn read_image(images: &Images, img: &::image::DynamicImage, prompt: String) -> Read {
+async fn read_image(images: &Images, img: &::image::DynamicImage, prompt: String, packs: &str) -> Read {
     let mut read = Read::default();
     let copy = img.clone();
     let (phash, jpeg) = tokio::task::spawn_blocking(move || (image::perceptual_hash(&copy), vision_jpeg(&copy)))
@@ -188,7 +204,7 @@ async fn read_image(images: &Images, img: &::image::DynamicImage, prompt: String
         }
     }
     if let Some(ocr) = &images.ocr {
-        match ocr.read(img).await {
+        match ocr.read_in(img, packs).await {
             Ok(text) => read.ocr = Some(text).filter(|t| !t.trim().is_empty()),
             Err(e) => tracing::warn!(error = %e, "OCR failed; the description goes without it"),
         }

@@ -59,15 +59,19 @@ pub fn evidence_line(r: &ClaimReview) -> String {
 }
 
 /// What the reply adds after its verdict about the checks found, or `None` without any.
-pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>) -> Option<String> {
-    let first = reviews.first()?;
+pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>, lang: &str) -> Option<String> {
+    use crate::words::say;
+    reviews.first()?;
     let named = |r: &ClaimReview| {
-        format!(
-            "{} rated it \"{}\" ({}): {}",
-            publisher(r),
-            quoted(&r.rating_text(), QUOTE_CHARS),
-            day(r.reviewed),
-            r.url
+        say(
+            lang,
+            "factcheck_named",
+            minijinja::context! {
+                publisher => publisher(r),
+                rating => quoted(&r.rating_text(), QUOTE_CHARS),
+                day => day(r.reviewed),
+                url => r.url,
+            },
         )
     };
     let hints: Vec<RatingHint> = reviews
@@ -76,18 +80,17 @@ pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>) -> Opti
         .filter(|h| *h != RatingHint::Unclear)
         .collect();
     let disagree = hints.windows(2).any(|w| w[0] != w[1]);
-    let mut text = if reviews.len() == 1 {
-        format!("Fact-checked: {}.", named(first))
-    } else if disagree {
-        let all: Vec<String> = reviews.iter().take(3).map(named).collect();
-        format!("Fact-checkers disagree: {}.", all.join("; "))
+    let all: Vec<String> = reviews.iter().take(3).map(named).collect();
+    let key = if disagree {
+        "factcheck_disagree"
     } else {
-        let all: Vec<String> = reviews.iter().take(3).map(named).collect();
-        format!("Fact-checked: {}.", all.join("; "))
+        "factcheck_one"
     };
+    let mut text = say(lang, key, minijinja::context! { checks => all.join("; ") });
     let newest = reviews.iter().filter_map(|r| r.reviewed).max();
     if newest.is_some_and(|d| post_time - d > chrono::Duration::days(365)) {
-        text.push_str(" That check is older than a year; the claim may have changed since.");
+        text.push(' ');
+        text.push_str(&say(lang, "factcheck_old", ()));
     }
     Some(text)
 }
@@ -127,7 +130,7 @@ mod tests {
             "https://www.politifact.com/a",
         )];
         assert_eq!(
-            reply_sentence(&one, now).unwrap(),
+            reply_sentence(&one, now, "en").unwrap(),
             "Fact-checked: PolitiFact rated it \"Pants on Fire\" (2026-11-20): https://www.politifact.com/a."
         );
         let two = [
@@ -144,7 +147,7 @@ mod tests {
                 "https://www.snopes.com/b",
             ),
         ];
-        assert!(reply_sentence(&two, now)
+        assert!(reply_sentence(&two, now, "en")
             .unwrap()
             .starts_with("Fact-checkers disagree: PolitiFact"));
         let old = [review(
@@ -153,10 +156,16 @@ mod tests {
             "2020-01-01T00:00:00Z",
             "https://fullfact.org/c",
         )];
-        assert!(reply_sentence(&old, now)
+        assert!(reply_sentence(&old, now, "en")
             .unwrap()
             .ends_with("the claim may have changed since."));
-        assert_eq!(reply_sentence(&[], now), None);
+        assert_eq!(reply_sentence(&[], now, "en"), None);
+        // In the post's language: the bot's words translated, the rating still verbatim.
+        assert_eq!(
+            reply_sentence(&one, now, "de").unwrap(),
+            "Faktencheck: PolitiFact bewertete es als „Pants on Fire“ (2026-11-20): https://www.politifact.com/a."
+        );
+        assert!(reply_sentence(&old, now, "ja").unwrap().ends_with("可能性があります。"));
         let long = review("X", &"very ".repeat(100), "2026-11-20T00:00:00Z", "https://x.example");
         assert!(evidence_line(&long).chars().count() < 400);
     }

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use minijinja::context;
 
 use super::PipelineError;
 use crate::credibility::Credibility;
@@ -136,7 +135,11 @@ impl Muse {
     ) -> Result<(Draft, Usage), PipelineError> {
         for step in Step::ALL {
             if r.queries.as_ref().is_some_and(Vec::is_empty) {
-                let text = self.prompts.render("notice_nothing_to_check.j2", context! {})?;
+                let text = crate::words::say(
+                    crate::words::language(post.language.as_deref()),
+                    "notice_nothing_to_check",
+                    (),
+                );
                 let draft = Draft {
                     outcome: Outcome::NothingToCheck,
                     text,
@@ -180,14 +183,16 @@ impl Muse {
         // after the verdict sentence (where a long explanation cut at `reply.max_parts`
         // cannot lose it).
         if let (Outcome::Reply, Some(v)) = (draft.outcome, draft.verdict) {
-            if let Some(sentence) = factcheck::reply_sentence(&r.cited_reviews(), post.created_at) {
+            let lang = crate::words::language(post.language.as_deref());
+            if let Some(sentence) = factcheck::reply_sentence(&r.cited_reviews(), post.created_at, lang) {
+                let own = crate::pipeline::verdict::sentence(v, lang);
                 let rest = draft
                     .text
-                    .strip_prefix(v.sentence())
+                    .strip_prefix(own.as_str())
                     .unwrap_or(&draft.text)
                     .trim()
                     .to_string();
-                draft.text = format!("{} {sentence} {rest}", v.sentence()).trim_end().to_string();
+                draft.text = format!("{own} {sentence} {rest}").trim_end().to_string();
             }
         }
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);

@@ -26,9 +26,12 @@ pub async fn run(
 ) -> Result<(Draft, Usage), PipelineError> {
     // "Nothing found" and "found, but it settled nothing" are worded apart.
     let insufficient = || -> Result<(Draft, Usage), PipelineError> {
-        let text = m
-            .prompts
-            .render("reply_insufficient.j2", context! { found => !evidence.is_empty() })?;
+        let key = if evidence.is_empty() {
+            "insufficient_none"
+        } else {
+            "insufficient_found"
+        };
+        let text = crate::words::say(crate::words::language(post.language.as_deref()), key, ());
         Ok((
             Draft {
                 outcome: Outcome::Insufficient,
@@ -64,7 +67,7 @@ pub async fn run(
     let urls: Vec<String> = evidence.iter().map(|e| e.url.clone()).collect();
     let system = m
         .prompts
-        .render("reply_muse.system.j2", context! { max_words => REPLY_WORDS })?;
+        .render("reply_muse.system.j2", context! { max_words => REPLY_WORDS, language => crate::words::name(crate::words::language(post.language.as_deref())) })?;
     let mut usage = Usage::default();
     for retry in [false, true] {
         let mut ctx = post_context(post);
@@ -92,7 +95,7 @@ pub async fn run(
             return Ok((
                 Draft {
                     outcome: Outcome::Reply,
-                    text: verdict::word(v, &explanation),
+                    text: verdict::word(v, &explanation, crate::words::language(post.language.as_deref())),
                     urls,
                     verdict: Some(v),
                 },

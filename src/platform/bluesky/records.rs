@@ -68,6 +68,11 @@ pub fn trigger_of(item: &serde_json::Value, bot: &BotId) -> Result<Option<Trigge
         },
         visibility: Visibility::Public,
         created_at,
+        language: record
+            .langs
+            .as_ref()
+            .and_then(|l| l.first())
+            .map(|l| l.as_ref().to_string()),
         text: record.text,
     }))
 }
@@ -108,6 +113,11 @@ pub fn hit_of(view: &PostView, tag: &str, bot: &BotId) -> Result<Option<Trigger>
         },
         visibility: Visibility::Public,
         created_at,
+        language: record
+            .langs
+            .as_ref()
+            .and_then(|l| l.first())
+            .map(|l| l.as_ref().to_string()),
         text: record.text,
     }))
 }

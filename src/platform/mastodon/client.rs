@@ -263,12 +263,17 @@ impl MastodonClient {
         in_reply_to_id: &str,
         visibility: Visibility,
         idempotency_key: &str,
+        language: Option<&str>,
     ) -> Result<Status, MastodonError> {
-        let form = [
+        let mut form = vec![
             ("status", text.to_string()),
             ("in_reply_to_id", in_reply_to_id.to_string()),
             ("visibility", visibility.as_str().to_string()),
         ];
+        // ISO 639: the status's language (servers and clients filter and translate by it).
+        if let Some(l) = language.filter(|l| !l.is_empty()) {
+            form.push(("language", l.to_string()));
+        }
         self.post_limiter.until_ready().await;
         self.request(
             "post_status",

@@ -178,6 +178,7 @@ pub fn hit(status: Status, tag: &str, bot: &BotIdentity) -> Option<Trigger> {
         text = format!("{}\n\n{}", status.spoiler_text, text);
     }
     Some(Trigger {
+        language: status.language.clone(),
         platform: PlatformKind::Mastodon,
         cause: Cause::HashtagHit { tag: tag.to_string() },
         event_id: status.id.clone(),

@@ -126,8 +126,12 @@ impl Mastodon {
         reply_to: &str,
         visibility: Visibility,
         key: &str,
+        language: Option<&str>,
     ) -> Result<(String, Option<String>), PlatformError> {
-        let s = self.client.post_status(text, reply_to, visibility, key).await?;
+        let s = self
+            .client
+            .post_status(text, reply_to, visibility, key, language)
+            .await?;
         Ok((s.id, s.url))
     }
 

@@ -262,6 +262,7 @@ pub fn to_trigger(n: Notification, bot: &BotIdentity) -> Option<Trigger> {
         visibility: Visibility::from_server(&status.visibility),
         created_at: status.created_at,
         text,
+        language: status.language.clone(),
     })
 }
 

@@ -1,0 +1,89 @@
+//! The stage machine speaks the right language, on the same scripted platform and LLM as
+//! [`super::tests`]: a reply the post's, a notice the asker's (the asking post's tag, else its
+//! text's, else the post's), English where the bot has no words.
+
+use super::tests::{bench, mention, VERDICT};
+use super::*;
+use crate::model::{Post, Visibility};
+use crate::test_llm::Script;
+
+/// Notices speak the asker's language: the asking post's tag, else its text's, else the
+/// post's; a language without words gets English.
+#[tokio::test]
+async fn a_notice_speaks_the_askers_language() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let cases: [(Option<&str>, &str, Option<&str>, &str); 4] = [
+        (Some("ja"), "@musebot ?", None, "公開投稿だけを確認しているため"),
+        (
+            None,
+            "@musebot ist das wirklich wahr? Ich glaube das einfach nicht, ehrlich gesagt.",
+            None,
+            "Ich prüfe nur öffentliche Beiträge",
+        ),
+        (
+            None,
+            "@musebot ?",
+            Some("fr"),
+            "Je ne vérifie que les publications publiques",
+        ),
+        (Some("ko"), "@musebot ?", Some("fr"), "I only check public posts"),
+    ];
+    for (i, (tag, text, post_lang, expected)) in cases.into_iter().enumerate() {
+        let pid = format!("45{i}");
+        let mut post = Post::text_only(
+            &pid,
+            "carol",
+            "Der Mond ist aus Käse.",
+            chrono::Utc::now(),
+            Visibility::Private,
+        );
+        post.language = post_lang.map(String::from);
+        b.double.add_post(post);
+        let mut t = mention(&format!("6{i}"));
+        t.in_reply_to_id = Some(pid);
+        t.language = tag.map(String::from);
+        t.text = text.into();
+        let job = b.run(&b.add(t)).await;
+        assert_eq!(job.draft.as_ref().unwrap().outcome, Outcome::NotPublic);
+        let said = job.plan.as_ref().unwrap().parts.join(" ");
+        assert!(said.contains(expected), "case {i}: {said}");
+    }
+}
+
+/// A post in German is answered in German: the bot's verdict sentence from its words, the
+/// model asked to explain in German; a post in a language the bot has no words in, in English.
+#[tokio::test]
+async fn a_reply_speaks_the_posts_language() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let id = b.ask_about(
+        "1",
+        "470",
+        "carol",
+        "Der Mond ist aus Käse, das haben Forscher jetzt bewiesen.",
+        Visibility::Public,
+    );
+    let job = b.run(&id).await;
+    assert_eq!(job.target.as_ref().unwrap().language.as_deref(), Some("de"), "detected");
+    let reply = job.plan.as_ref().unwrap().parts.join(" ");
+    assert!(
+        reply.starts_with("@bob Dieser Beitrag ist falsch. The Moon is made of rock"),
+        "{reply}"
+    );
+    let asked = b.llm.requests.lock().unwrap().clone();
+    let system = asked.last().unwrap()["messages"][0]["content"].as_str().unwrap();
+    let system = system.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(system.contains("written in German (the post's language)"), "{system}");
+    let mut korean = Post::text_only(
+        "471",
+        "carol",
+        "달은 치즈로 만들어졌다고 과학자들이 증명했습니다.",
+        chrono::Utc::now(),
+        Visibility::Public,
+    );
+    korean.language = Some("ko".into());
+    b.double.add_post(korean);
+    let mut t = mention("2");
+    t.in_reply_to_id = Some("471".into());
+    let job = b.run(&b.add(t)).await;
+    assert!(job.plan.as_ref().unwrap().parts[0].starts_with("@bob This post is false."));
+}
