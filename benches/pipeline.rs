@@ -101,6 +101,8 @@ async fn main() {
         fetcher: Fetcher::new(&fetch).unwrap(),
         credibility: Arc::new(musebot::credibility::load::build(&CredibilityConfig::default()).unwrap()),
         embedder: Arc::new(Embedder::load(&relevance).unwrap()),
+        // The posts are English: the English model scores them (shipped defaults).
+        multilingual: None,
         relevance,
         before: None,
         // The posts are text; no image is read.

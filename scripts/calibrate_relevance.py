@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Calibrate the relevance filter's threshold (all-MiniLM-L6-v2, cosine, max over passages).
+"""Calibrate the relevance filter's threshold (all-MiniLM-L6-v2 or the multilingual USE-m3, cosine, max over passages).
 
 What the filter does (and this script re-implements exactly, so the numbers carry over):
   * clean(text): URLs removed (http(s)://..., www...., bare host/path like twitter.com/x/...),
@@ -150,15 +150,22 @@ class Embedder:
         """One text per run, as musebot does (a dynamically quantized model's vectors would
         depend on batch-mates and padding)."""
         texts = list(texts)
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for i, enc in enumerate(self.tok.encode_batch(texts)):
-            ids = np.array([enc.ids], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-            if "token_type_ids" in self.names:
-                feed["token_type_ids"] = np.zeros_like(ids)
-            v = self.sess.run(None, feed)[0][0].mean(0)
-            out[i] = v / np.linalg.norm(v)
-        return out
+        rows = []
+        for enc in self.tok.encode_batch(texts):
+            if "row_splits" in self.names:
+                # The multilingual sentence encoder (scripts/convert_use_m3.py): token ids and
+                # row splits in, the sentence embedding out (relevance::Kind::SentenceEmbeddings).
+                feed = {"token_ids": np.array(enc.ids, dtype=np.int32),
+                        "row_splits": np.array([0, len(enc.ids)], dtype=np.int64)}
+                v = self.sess.run(None, feed)[0][0]
+            else:
+                ids = np.array([enc.ids], dtype=np.int64)
+                feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+                if "token_type_ids" in self.names:
+                    feed["token_type_ids"] = np.zeros_like(ids)
+                v = self.sess.run(None, feed)[0][0].mean(0)
+            rows.append(v / np.linalg.norm(v))
+        return np.array(rows, dtype=np.float32).reshape(len(texts), -1)
 
 
 def derangement(n, rng):

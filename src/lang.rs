@@ -1,7 +1,9 @@
 //! A text's language (issue: answer in the post's language; in part): `whatlang`'s trigram
 //! detector, answered only when it calls itself reliable, as an ISO 639-1 code (the form
-//! platforms tag posts with and search services take). A post's platform tag wins; this
-//! fills it in when a post has none, and tells each search query's language to the backends.
+//! platforms tag posts with and search services take). A post's language is its platform tag,
+//! unless its text plainly reads otherwise ([`of`]: clients tag posts with the app's language,
+//! so a Japanese post tagged `en` is common); this also tells each search query's language to
+//! the backends.
 
 /// Letters a text needs before its language is guessed.
 const MIN_LETTERS: usize = 12;
@@ -25,6 +27,32 @@ pub fn detect(text: &str) -> Option<&'static str> {
         return None;
     }
     iso639_1(info.lang().code())
+}
+
+/// A post's language from its platform tag and its text: the tag, unless the text is
+/// confidently in another language and either its script differs from the tag's (a Japanese
+/// text tagged `en`) or the guess is near certain (confidence 0.9 or more); the guess when
+/// there is no tag.
+pub fn of(tag: Option<&str>, text: &str) -> Option<String> {
+    let tag = primary(tag);
+    let Some(guess) = detect(text) else { return tag };
+    match &tag {
+        None => Some(guess.to_string()),
+        Some(t) if t == guess => tag,
+        Some(t) => {
+            let sure = whatlang::detect(text).is_some_and(|i| i.confidence() >= 0.9);
+            if sure || non_latin(t) != non_latin(guess) {
+                Some(guess.to_string())
+            } else {
+                tag
+            }
+        }
+    }
+}
+
+/// Languages not written in the Latin script (among those guessed).
+fn non_latin(code: &str) -> bool {
+    matches!(code, "ja" | "zh" | "ko" | "ru" | "uk" | "el" | "ar" | "he" | "th")
 }
 
 /// The primary subtag of a language tag (`pt-BR` → `pt`) when it is a plain ISO 639 code
@@ -123,5 +151,21 @@ mod tests {
             let info = whatlang::detect(text);
             assert_eq!(detect(text), want, "{text}: {info:?}");
         }
+    }
+
+    #[test]
+    fn a_tag_stands_unless_the_text_plainly_reads_otherwise() {
+        let ja = "万里の長城は月から肉眼で見える唯一の人工建造物だと宇宙飛行士が確認した。";
+        assert_eq!(of(Some("en"), ja).as_deref(), Some("ja"), "another script");
+        assert_eq!(of(None, ja).as_deref(), Some("ja"));
+        assert_eq!(
+            of(Some("en"), "ok").as_deref(),
+            Some("en"),
+            "too short to doubt the tag"
+        );
+        assert_eq!(of(Some("pt-BR"), "ok").as_deref(), Some("pt"));
+        let de = "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann.";
+        assert_eq!(of(Some("de"), de).as_deref(), Some("de"));
+        assert_eq!(of(None, "").as_deref(), None);
     }
 }

@@ -1,6 +1,9 @@
 //! Relevance: sentence embeddings with ONNX Runtime (`ort`, loaded dynamically from the path
-//! the operator configures) and a HuggingFace tokenizer (`tokenizers`), mean pooling over the
-//! attention mask and L2 normalisation, so a dot product is a cosine. A page is cut into short
+//! the operator configures) and a HuggingFace tokenizer (`tokenizers`), L2-normalised so a dot
+//! product is a cosine. Two kinds of model, told apart by their inputs ([`Kind`]): a BERT-style
+//! encoder (all-MiniLM-L6-v2, English: its tokens mean-pooled) and a sentence encoder fed
+//! token ids and row splits (Universal Sentence Encoder multilingual v3: a post in one language
+//! against pages in another; `scripts/convert_use_m3.py`). A page is cut into short
 //! passages; a lexical prefilter (BM25 of the post's terms, [`lexical_top`]) picks the few worth
 //! embedding, so the model runs on a handful of passages per page instead of all of them. A page
 //! is scored by its best embedded passage; the best ones are what the evidence stage reads.
@@ -31,6 +34,14 @@ pub struct RelevanceConfig {
     pub tokenizer: String,
     /// Pages whose best passage scores below this cosine are dropped (calibration: ARCHITECTURE.md).
     pub threshold: f32,
+    /// A multilingual model for posts not in English (pages in any language), e.g. Universal
+    /// Sentence Encoder multilingual v3 as `scripts/convert_use_m3.py` makes it; "" = the
+    /// model above for every post.
+    pub multilingual_model: String,
+    /// Its tokenizer.json.
+    pub multilingual_tokenizer: String,
+    /// Its threshold (calibrated as the one above).
+    pub multilingual_threshold: f32,
     /// Words per passage.
     pub passage_words: usize,
     /// Passages of a page the lexical prefilter hands to the embedding model (0: all of them).
@@ -61,6 +72,9 @@ impl Default for RelevanceConfig {
             model: String::new(),
             tokenizer: String::new(),
             threshold: 0.28,
+            multilingual_model: String::new(),
+            multilingual_tokenizer: String::new(),
+            multilingual_threshold: 0.29,
             passage_words: 60,
             prefilter: 3,
             max_passages: 2,
@@ -119,6 +133,17 @@ pub(crate) fn session(env: &ort::environment::Environment, model: &Path) -> ort:
 pub struct Embedder {
     sessions: Vec<Mutex<Session>>,
     tokenizer: Tokenizer,
+    kind: Kind,
+}
+
+/// What a model takes and gives, read from its inputs when it is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `input_ids`, `attention_mask`, `token_type_ids` → `last_hidden_state`, mean-pooled.
+    TokenEmbeddings,
+    /// `token_ids` (int32, the texts' tokens one after another) and `row_splits` (int64) →
+    /// `outputs`, one sentence embedding per text.
+    SentenceEmbeddings,
 }
 
 impl Embedder {
@@ -170,7 +195,30 @@ impl Embedder {
             }))
             .map_err(|e| RelevanceError::Run(e.to_string()))?;
         tokenizer.with_padding(None);
-        Ok(Embedder { sessions, tokenizer })
+        let kind = {
+            let first = sessions[0].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let names: Vec<&str> = first.inputs().iter().map(|i| i.name()).collect();
+            if names.contains(&"row_splits") && names.contains(&"token_ids") {
+                Kind::SentenceEmbeddings
+            } else if names.contains(&"input_ids") {
+                Kind::TokenEmbeddings
+            } else {
+                return Err(RelevanceError::Config {
+                    key: "model",
+                    problem: format!("`{}` takes {names:?}", config.model),
+                    fix: "use a BERT-style model (input_ids, attention_mask, token_type_ids) or the converted multilingual one (token_ids, row_splits)",
+                });
+            }
+        };
+        Ok(Embedder {
+            sessions,
+            tokenizer,
+            kind,
+        })
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
     }
 
     /// Unit-length embeddings of `texts` (CPU-bound: call from a blocking thread). Texts are
@@ -192,7 +240,13 @@ impl Embedder {
                 .iter()
                 .skip(share)
                 .step_by(k)
-                .map(|&i| Ok((i, embed_one(&mut session, &encodings[i])?)))
+                .map(|&i| {
+                    let v = match self.kind {
+                        Kind::TokenEmbeddings => embed_one(&mut session, &encodings[i])?,
+                        Kind::SentenceEmbeddings => embed_sentence(&mut session, &encodings[i])?,
+                    };
+                    Ok((i, v))
+                })
                 .collect()
         };
         let shares: Vec<Share> = if k == 1 {
@@ -251,6 +305,28 @@ fn embed_one(session: &mut Session, encoding: &Encoding) -> Result<Vec<f32>, Rel
     v.iter_mut().for_each(|x| *x /= norm);
     Ok(v)
 }
+/// One text through a sentence encoder (token ids and row splits in, the embedding out), then
+/// L2 normalisation.
+fn embed_sentence(session: &mut Session, encoding: &Encoding) -> Result<Vec<f32>, RelevanceError> {
+    let run = |e: String| RelevanceError::Run(e);
+    let ids: Vec<i32> = encoding.get_ids().iter().map(|&i| i as i32).collect();
+    let n = ids.len() as i64;
+    let inputs = ort::inputs![
+        "token_ids" => Tensor::from_array(ndarray::Array1::from(ids)).map_err(|e| run(e.to_string()))?,
+        "row_splits" => Tensor::from_array(ndarray::Array1::from(vec![0i64, n])).map_err(|e| run(e.to_string()))?,
+    ];
+    let outputs = session.run(inputs).map_err(|e| run(e.to_string()))?;
+    let out = outputs
+        .get("outputs")
+        .ok_or_else(|| run("the model has no `outputs` output".into()))?
+        .try_extract_array::<f32>()
+        .map_err(|e| run(e.to_string()))?;
+    let mut v: Vec<f32> = out.iter().copied().collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    v.iter_mut().for_each(|x| *x /= norm);
+    Ok(v)
+}
+
 /// Dot product (a cosine for unit vectors).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()

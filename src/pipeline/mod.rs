@@ -117,6 +117,24 @@ pub fn build(
                 fetcher: crate::fetch::Fetcher::new(&config.fetch).map_err(anyhow::Error::msg)?,
                 credibility: Arc::new(crate::credibility::load::build(&config.credibility)?),
                 embedder: Arc::new(crate::relevance::Embedder::load(&config.relevance)?),
+                multilingual: if config.relevance.multilingual_model.is_empty() {
+                    None
+                } else {
+                    let r = &config.relevance;
+                    let own = crate::relevance::RelevanceConfig {
+                        model: r.multilingual_model.clone(),
+                        tokenizer: r.multilingual_tokenizer.clone(),
+                        ..r.clone()
+                    };
+                    Some(Arc::new(crate::relevance::Embedder::load(&own).map_err(|e| {
+                        anyhow::anyhow!(
+                            "{}",
+                            e.to_string()
+                                .replace("relevance.model", "relevance.multilingual_model")
+                                .replace("relevance.tokenizer", "relevance.multilingual_tokenizer")
+                        )
+                    })?))
+                },
                 relevance: config.relevance.clone(),
                 before,
                 images: images(config, &llm, store.clone())?,

@@ -39,10 +39,9 @@ impl Run<'_> {
             Err(PlatformError::Fatal(e) | PlatformError::TooLong(e)) => return Err(StageError::Fatal(e)),
             Err(PlatformError::RateLimited { until, message }) => return Err(StageError::Parked { until, message }),
         };
-        // The platform's language tag, else the text's own (kept in the job, shown by `check`).
-        if target.language.as_deref().is_none_or(|l| l.trim().is_empty()) {
-            target.language = crate::lang::detect(&target.text).map(str::to_string);
-        }
+        // The platform's language tag, unless the text plainly reads otherwise (kept in the
+        // job, shown by `check`).
+        target.language = crate::lang::of(target.language.as_deref(), &target.text);
         if let Some(reason) = self.skip_reason(job, &target) {
             return Ok(StageOutcome::Skip(reason));
         }
@@ -294,17 +293,14 @@ impl Run<'_> {
 /// in ([`crate::words::language`]).
 pub(super) fn asker_language(job: &Job, about: Option<&str>) -> &'static str {
     let t = &job.trigger;
-    if t.language.is_some() {
-        return crate::words::language(t.language.as_deref());
-    }
     let own: String = t
         .text
         .split_whitespace()
         .filter(|w| !w.starts_with(['@', '＠']) && !w.contains("://"))
         .collect::<Vec<_>>()
         .join(" ");
-    if let Some(guess) = crate::lang::detect(&own) {
-        return crate::words::language(Some(guess));
+    if let Some(l) = crate::lang::of(t.language.as_deref(), &own) {
+        return crate::words::language(Some(&l));
     }
     crate::words::language(about.or_else(|| job.target.as_ref().and_then(|p| p.language.as_deref())))
 }

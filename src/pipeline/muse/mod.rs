@@ -38,6 +38,8 @@ pub struct Muse {
     pub fetcher: Fetcher,
     pub credibility: Arc<Credibility>,
     pub embedder: Arc<Embedder>,
+    /// `relevance.multilingual_model`: scores pages for a post not in English.
+    pub multilingual: Option<Arc<Embedder>>,
     pub relevance: RelevanceConfig,
     /// Only what was published before this moment counts (the paper's fair-comparison setting).
     pub before: Option<DateTime<Utc>>,

@@ -5,8 +5,9 @@
 //! costs that page only); each page is cut into passages, a BM25 prefilter of the post's words
 //! keeps the best few, only those are embedded, and a page scores its best passage's cosine.
 //! For a post with images, a page whose main image is the post's picture ([`super::visual`]) is
-//! relevant whatever its text scores. Fills `Retrieval::pages` (tier, then relevance); costs
-//! no LLM tokens.
+//! relevant whatever its text scores. A post not in English is scored by the multilingual
+//! model when one is configured ([`Scale`]). Fills `Retrieval::pages` (tier, then relevance);
+//! costs no LLM tokens.
 
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
@@ -51,7 +52,18 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         hashes: r.images.iter().flatten().filter_map(|d| d.phash.clone()).collect(),
         embeddings: r.images.iter().flatten().filter_map(|d| d.embedding.clone()).collect(),
     };
-    let pages = read_pages(m, post, &pictures, candidates, m.before, &mut dropped, &mut tally).await?;
+    let queries = r.queries.clone().unwrap_or_default();
+    let pages = read_pages(
+        m,
+        post,
+        &queries,
+        &pictures,
+        candidates,
+        m.before,
+        &mut dropped,
+        &mut tally,
+    )
+    .await?;
     if pages.is_empty() && tally.tried > 0 && tally.outages == tally.tried {
         return Err(PipelineError::Outage(format!(
             "every page fetch failed ({} pages: network, timeout or server errors)",
@@ -85,9 +97,11 @@ struct Tally {
 /// Reads candidates tier first (search order within a tier) in waves, until
 /// `relevance.max_pages` pages pass the relevance threshold; the rest are not fetched.
 /// Extraction and embedding run on blocking threads. Kept pages: tier, then relevance.
+#[allow(clippy::too_many_arguments)]
 async fn read_pages(
     m: &Muse,
     post: &Post,
+    queries: &[String],
     pictures: &Pictures,
     mut candidates: Vec<Candidate>,
     before: Option<DateTime<Utc>>,
@@ -101,6 +115,7 @@ async fn read_pages(
         post_text.push('\n');
         post_text.push_str(alt);
     }
+    let scale = Scale::for_post(m, post, &post_text, queries);
     let max_pages = m.relevance.max_pages.max(1);
     let mut post_vec: Option<Vec<f32>> = None;
     let mut kept = Vec::new();
@@ -118,7 +133,7 @@ async fn read_pages(
             None => {
                 // The post is embedded while the first wave downloads.
                 let (vector, readable) = tokio::join!(
-                    embed(m, vec![post_text.clone()]),
+                    embed(&scale.embedder, vec![post_text.clone()]),
                     fetch_wave(m, wave, before, !pictures.hashes.is_empty(), dropped, tally)
                 );
                 post_vec = vector?.pop();
@@ -128,7 +143,7 @@ async fn read_pages(
         let post_vec = post_vec
             .as_deref()
             .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
-        kept.extend(score_wave(m, &post_text, post_vec, pictures, readable, dropped).await?);
+        kept.extend(score_wave(m, &scale, post_vec, pictures, readable, dropped).await?);
         if kept.len() >= max_pages {
             dropped.extend(rest.by_ref().map(|c| Dropped {
                 url: c.url,
@@ -229,7 +244,7 @@ async fn read_fetched(
 /// at or above the threshold with their most relevant passages, in page order.
 async fn score_wave(
     m: &Muse,
-    post_text: &str,
+    scale: &Scale,
     post_vec: &[f32],
     pictures: &Pictures,
     readable: Vec<(Candidate, extract::Page, Option<String>)>,
@@ -254,7 +269,7 @@ async fn score_wave(
     // Cutting and ranking passages is CPU work on untrusted text: off the async workers, on
     // at most the first READ_WORDS words of each page.
     let texts: Vec<String> = readable.iter().map(|(_, p)| first_words(&p.text, READ_WORDS)).collect();
-    let (query, words, prefilter) = (post_text.to_string(), cfg.passage_words, cfg.prefilter);
+    let (query, words, prefilter) = (scale.query.clone(), cfg.passage_words, cfg.prefilter);
     let per_page: Vec<Vec<String>> = tokio::task::spawn_blocking(move || {
         texts
             .iter()
@@ -267,7 +282,7 @@ async fn score_wave(
     })
     .await
     .map_err(|e| PipelineError::Relevance(e.to_string()))?;
-    let vectors = embed(m, per_page.iter().flatten().cloned().collect()).await?;
+    let vectors = embed(&scale.embedder, per_page.iter().flatten().cloned().collect()).await?;
     let mut vectors = vectors.iter();
     let mut kept = Vec::new();
     for ((((c, page), passages), image_match), main_image) in readable.into_iter().zip(per_page).zip(matches).zip(mains)
@@ -282,7 +297,7 @@ async fn score_wave(
             .collect();
         let best = scored.iter().map(|s| s.1).fold(f32::MIN, f32::max);
         let same_picture = image_match.is_some_and(|(_, same)| same);
-        if best < cfg.threshold && !same_picture {
+        if best < scale.threshold && !same_picture {
             tracing::debug!(url = %c.url, best, "low relevance");
             dropped.push(Dropped {
                 url: c.url,
@@ -311,12 +326,47 @@ async fn score_wave(
     Ok(kept)
 }
 
+/// The model, threshold and prefilter query one post's pages are scored with: for a post in
+/// English (or of no known language), or without a multilingual model, the configured model
+/// and the post's text; for another language, the multilingual model, its threshold, and the
+/// post's text with its queries (written in its language and in English), so the BM25
+/// prefilter finds an English page's passages by English words.
+struct Scale {
+    embedder: std::sync::Arc<crate::relevance::Embedder>,
+    threshold: f32,
+    query: String,
+}
+
+impl Scale {
+    fn for_post(m: &Muse, post: &Post, post_text: &str, queries: &[String]) -> Scale {
+        let lang = crate::lang::primary(post.language.as_deref());
+        match (&m.multilingual, lang.as_deref()) {
+            (Some(multi), Some(l)) if l != "en" => Scale {
+                embedder: multi.clone(),
+                threshold: m.relevance.multilingual_threshold,
+                query: std::iter::once(post_text.to_string())
+                    .chain(queries.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            },
+            _ => Scale {
+                embedder: m.embedder.clone(),
+                threshold: m.relevance.threshold,
+                query: post_text.to_string(),
+            },
+        }
+    }
+}
+
 /// Embeds on a blocking thread (the model is CPU-bound).
-async fn embed(m: &Muse, texts: Vec<String>) -> Result<Vec<Vec<f32>>, PipelineError> {
+async fn embed(
+    embedder: &std::sync::Arc<crate::relevance::Embedder>,
+    texts: Vec<String>,
+) -> Result<Vec<Vec<f32>>, PipelineError> {
     if texts.is_empty() {
         return Ok(Vec::new());
     }
-    let embedder = m.embedder.clone();
+    let embedder = embedder.clone();
     tokio::task::spawn_blocking(move || embedder.embed(&texts))
         .await
         .map_err(|e| PipelineError::Relevance(e.to_string()))?
