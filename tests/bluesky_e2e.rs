@@ -840,3 +840,73 @@ async fn a_japanese_post_is_answered_in_japanese_in_parts_that_fit() {
         .join(" ");
     assert!(system.contains("written in Japanese"), "{system}");
 }
+
+/// German and Spanish posts on the reference network: the reply opens with the bot's own
+/// verdict sentence in the post's language, the model was asked for that language, and the
+/// record carries `langs` of the reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn german_and_spanish_posts_are_answered_in_their_language() {
+    let Some(net) = Network::shared() else { return };
+    let script = Script::routed(|body: &Value| {
+        let system = body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let explanation = if system.contains("written in German") {
+            "Astronauten sagen, die Mauer sei vom Mond aus nicht zu sehen."
+        } else if system.contains("written in Spanish") {
+            "Los astronautas dicen que la muralla no se ve desde la Luna."
+        } else {
+            "Astronauts say the wall cannot be seen from the Moon."
+        };
+        json!({"verdict": "inaccurate", "explanation": explanation}).to_string()
+    });
+    let bot = start_bot_at(net, &net.pds, script, None, "").await;
+    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+    let alice = net.account("alice").await;
+    let bob = net.account("bob").await;
+    // The German post carries the helper's `langs: ["en"]` (as a client set to English tags
+    // everything): its text plainly reads German. The Spanish one is tagged `es`.
+    let cases = [
+        (
+            "de",
+            None,
+            "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann.",
+            "Dieser Beitrag ist falsch. Astronauten sagen",
+        ),
+        (
+            "es",
+            Some("es"),
+            "La Gran Muralla China es la única construcción humana que se puede ver a simple vista desde la Luna.",
+            "Esta publicación es falsa. Los astronautas dicen",
+        ),
+    ];
+    for (n, (lang, tag, claim, opening)) in cases.into_iter().enumerate() {
+        let post = match tag {
+            None => alice.post(claim, None, json!([]), None).await,
+            Some(tag) => {
+                let record = json!({
+                    "$type": "app.bsky.feed.post",
+                    "text": claim,
+                    "createdAt": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    "langs": [tag],
+                });
+                alice.create(record, true).await
+            }
+        };
+        bob.mention(&bot.user, "?", &post, &post).await;
+        let records = bob
+            .wait_for_records(&bot.user.did, n + 1, Duration::from_secs(60))
+            .await;
+        let record = &records.last().unwrap()["value"];
+        let text = record["text"].as_str().unwrap();
+        assert!(
+            text.starts_with(&format!("@{} {opening}", bob.handle)),
+            "{lang}: {text}\n{}",
+            bot.daemon.log_text()
+        );
+        assert_eq!(record["langs"], json!([lang]), "{record}");
+    }
+}

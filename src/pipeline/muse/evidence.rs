@@ -97,7 +97,12 @@ async fn evidence(
 /// holds verbatim, and the tokens.
 async fn read_wave(m: &Muse, post: &Post, wave: &[KeptPage]) -> Result<(Vec<PageQuotes>, usize, Usage), PipelineError> {
     let max_each = QUOTES_PER_PAGE * wave.len();
-    let system = m.prompts.render("evidence.system.j2", context! { n => wave.len() })?;
+    // The post's own language (not only those the bot speaks): a Korean post is "ko".
+    let code = crate::lang::primary(post.language.as_deref()).unwrap_or_else(|| "an unknown language".into());
+    let language = crate::words::name(&code).to_string();
+    let system = m
+        .prompts
+        .render("evidence.system.j2", context! { n => wave.len(), language })?;
     let schema = serde_json::json!({"type": "object", "properties": {
         "refute": {"type": "array", "items": {"type": "string"}, "maxItems": max_each},
         "context": {"type": "array", "items": {"type": "string"}, "maxItems": max_each}}, "required": ["refute", "context"]});
