@@ -119,11 +119,25 @@ fn url_start(token: &str) -> Option<usize> {
         .min()
 }
 
+/// Punctuation that ends a sentence or a bracket after a URL, ASCII and full-width.
+const URL_TAIL: [char; 22] = [
+    '.', ',', ';', ':', '!', '?', ')', ']', '"', '\'', '»', '。', '、', '，', '．', '：', '；', '！', '？', '）', '」',
+    '』',
+];
+
 /// Splits `https://x/y).` into the URL and the trailing punctuation.
 fn split_url_tail(s: &str) -> (&str, &str) {
-    let end = s
-        .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '"', '\'', '»'])
-        .len();
+    let end = s.trim_end_matches(URL_TAIL).len();
+    s.split_at(end)
+}
+
+/// The same, for a URL that text without a space follows (`https://x/a）によると`): the URL
+/// ends at its first character that is not ASCII.
+fn split_url_at_text(s: &str) -> (&str, &str) {
+    let ascii = s
+        .find(|c: char| !c.is_ascii() || c.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let end = s[..ascii].trim_end_matches(URL_TAIL).len();
     s.split_at(end)
 }
 
@@ -187,21 +201,37 @@ pub fn enforce_rules(text: &str, allowed_urls: &HashSet<String>) -> String {
             out.push_str(token);
             continue;
         }
-        match link_start(token) {
-            Some(start) if allowed_urls.contains(split_url_tail(&token[start..]).0) => {
+        let allowed = |start: usize| {
+            let rest = &token[start..];
+            [split_url_tail(rest), split_url_at_text(rest)]
+                .into_iter()
+                .find(|(link, _)| allowed_urls.contains(*link))
+        };
+        match link_start(token).and_then(|start| Some((start, allowed(start)?))) {
+            Some((start, (link, tail))) => {
                 // An evidence URL is kept as written (`/@author/` paths included: the
                 // platforms link URLs before they look for mentions); only punctuation may
-                // stand around it, so nothing glued to it can form a link or a mention.
-                let (link, tail) = split_url_tail(&token[start..]);
+                // stand glued to it, so nothing can form a link or a mention with it. Words
+                // glued before it (Japanese writes none of the spaces) are kept apart by a
+                // space, unless they could make a host or a handle of it.
                 let prefix = &token[..start];
                 if prefix
                     .chars()
                     .all(|c| !c.is_alphanumeric() && !is_at_sign(c) && c != '.' && c != '/')
                 {
                     out.push_str(prefix);
+                } else if !prefix
+                    .chars()
+                    .any(|c| c.is_ascii_alphanumeric() || is_at_sign(c) || c == '.' || c == '/')
+                {
+                    out.push_str(&without_links_or_mentions(prefix));
+                    out.push(' ');
                 }
                 out.push_str(link);
-                out.push_str(&defuse_mentions(tail));
+                if !tail.is_empty() && !tail.starts_with(URL_TAIL) {
+                    out.push(' ');
+                }
+                out.push_str(&without_links_or_mentions(tail));
             }
             _ => out.push_str(&without_links_or_mentions(token)),
         }
@@ -642,5 +672,23 @@ mod tests {
         for p in split_thread("", &emoji, limits, false, 10) {
             assert!(p.graphemes(true).all(|g| g == "👩🏽‍💻" || g == "🇯🇵"), "{p}");
         }
+    }
+
+    /// Japanese writes no space around a URL: the evidence URL is kept, the words glued to
+    /// it too (set apart by a space), and full-width punctuation ends it.
+    #[test]
+    fn a_url_glued_to_japanese_text_keeps_both() {
+        let allowed: HashSet<String> = ["https://www.nhk.or.jp/a".to_string()].into();
+        let out = enforce_rules("詳しくはこちら：https://www.nhk.or.jp/a。", &allowed);
+        assert_eq!(out, "詳しくはこちら： https://www.nhk.or.jp/a。");
+        let out = enforce_rules("報道（https://www.nhk.or.jp/a）によると誤りです。", &allowed);
+        assert_eq!(out, "報道（ https://www.nhk.or.jp/a）によると誤りです。");
+        let out = enforce_rules("記事https://www.nhk.or.jp/aによると", &allowed);
+        assert_eq!(out, "記事 https://www.nhk.or.jp/a によると");
+        // Latin text glued before it could make a host or a handle: it is dropped, as before.
+        let out = enforce_rules("evil.example/https://www.nhk.or.jp/a", &allowed);
+        assert_eq!(out, "https://www.nhk.or.jp/a");
+        // A URL that is not evidence goes, with what is glued after it (removal errs wide).
+        assert_eq!(enforce_rules("記事https://evil.example/xによると", &allowed), "記事");
     }
 }

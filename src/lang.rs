@@ -40,7 +40,10 @@ pub fn of(tag: Option<&str>, text: &str) -> Option<String> {
         None => Some(guess.to_string()),
         Some(t) if t == guess => tag,
         Some(t) => {
-            let sure = whatlang::detect(text).is_some_and(|i| i.confidence() >= 0.9);
+            // Near certain about this very language (an unrestricted guess of Catalan at 0.95
+            // says nothing for Spanish).
+            let sure = whatlang::detect(text)
+                .is_some_and(|i| i.confidence() >= 0.9 && iso639_1(i.lang().code()) == Some(guess));
             if sure || non_latin(t) != non_latin(guess) {
                 Some(guess.to_string())
             } else {
@@ -167,5 +170,8 @@ mod tests {
         let de = "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann.";
         assert_eq!(of(Some("de"), de).as_deref(), Some("de"));
         assert_eq!(of(None, "").as_deref(), None);
+        // A Catalan post tagged `ca` stays Catalan (the restricted guess is Spanish).
+        let ca = "La Gran Muralla de la Xina és l'única construcció humana que es pot veure a ull nu des de la Lluna, segons els astronautes.";
+        assert_eq!(of(Some("ca"), ca).as_deref(), Some("ca"));
     }
 }

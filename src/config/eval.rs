@@ -61,7 +61,8 @@ impl Default for JudgeConfig {
 }
 
 impl JudgeConfig {
-    /// The judge as an LLM client's settings: each empty key taken from `[llm]`.
+    /// The judge as an LLM client's settings: each empty key taken from `[llm]` (the key
+    /// settings only when the judge uses `[llm]`'s endpoint).
     pub fn as_llm(&self, llm: &LlmConfig) -> LlmConfig {
         let or = |own: &str, main: &str| {
             if own.is_empty() {
@@ -70,7 +71,11 @@ impl JudgeConfig {
                 own.to_string()
             }
         };
-        let own_key = !self.api_key_env.is_empty() || !self.api_key_file.is_empty();
+        // The bot's key goes only to the bot's own endpoint: a judge elsewhere without a key of
+        // its own is asked without one.
+        let own_key = !self.api_key_env.is_empty()
+            || !self.api_key_file.is_empty()
+            || (!self.base_url.is_empty() && self.base_url.trim_end_matches('/') != llm.base_url.trim_end_matches('/'));
         LlmConfig {
             base_url: or(&self.base_url, &llm.base_url),
             model: or(&self.model, &llm.model),

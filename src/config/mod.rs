@@ -482,6 +482,11 @@ mod tests {
             (j.base_url.as_str(), j.model.as_str(), j.api_key_env.as_str()),
             (c.llm.base_url.as_str(), "default", "MUSEBOT_LLM_API_KEY")
         );
+        // A judge at another endpoint never gets the bot's key.
+        let mut elsewhere = Config::default().eval.judge;
+        elsewhere.base_url = "https://judge.example/v1".into();
+        let j = elsewhere.as_llm(&c.llm);
+        assert_eq!((j.api_key_env.as_str(), j.api_key_file.as_str()), ("", ""));
     }
 
     #[test]

@@ -54,10 +54,18 @@ pub fn urls_in(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
         if let Some(i) = word.find("://") {
+            // The scheme's first byte: after the last character before it that no scheme has.
             let start = word[..i]
-                .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '-')
-                .map_or(0, |j| j + 1);
-            let url = word[start..].trim_end_matches(['.', ',', ')', ';', ':', '!', '?', '"', '\'', '»', '”']);
+                .char_indices()
+                .rev()
+                .find(|(_, c)| !c.is_ascii_alphanumeric() && *c != '+' && *c != '-')
+                .map_or(0, |(j, c)| j + c.len_utf8());
+            // A URL ends at its first character that is not ASCII (`…/a）によると`).
+            let url = word[start..]
+                .split(|c: char| !c.is_ascii())
+                .next()
+                .unwrap_or("")
+                .trim_end_matches(['.', ',', ')', ';', ':', '!', '?', '"', '\'']);
             if url.len() > i - start + 3 && !out.iter().any(|u| u == url) {
                 out.push(url.to_string());
             }
@@ -156,5 +164,10 @@ mod tests {
         assert!(quotes_in("a so-called \"expert\" said “no”").is_empty());
         assert!(quotes_in("an unclosed “quote that never ends").is_empty());
         assert_eq!(urls_in("(see:https://a.example/x).").len(), 1);
+        // A multi-byte character right before the scheme, or full-width text after the URL.
+        assert_eq!(
+            urls_in("—https://apnews.com/a «https://b.example/c» 報道（https://www.nhk.or.jp/a）"),
+            vec!["https://apnews.com/a", "https://b.example/c", "https://www.nhk.or.jp/a"]
+        );
     }
 }
