@@ -67,7 +67,9 @@ fn build(dir: &Path) -> Result<Words, WordsError> {
             if let Some(k) = own.keys().find(|k| !english.contains_key(*k)) {
                 return Err(bad(&path, format!("`{k}` is not a key of the bot's words")));
             }
-            tables.entry(lang.to_ascii_lowercase()).or_default().extend(own);
+            // `pt-BR.toml` speaks for `pt` (the bot answers by a tag's primary subtag).
+            let lang = crate::lang::primary(Some(lang)).unwrap_or_else(|| lang.to_ascii_lowercase());
+            tables.entry(lang).or_default().extend(own);
         }
     }
     let mut env = Environment::new();
@@ -216,6 +218,18 @@ mod tests {
             w.env.get_template("de/verdict_accurate").is_ok(),
             "the rest stays built in"
         );
+        // A file named by a full tag speaks for its primary language.
+        std::fs::write(
+            dir.path().join("locales/pt-BR.toml"),
+            "verdict_inaccurate = \"Isso é falso.\"\n",
+        )
+        .unwrap();
+        let w = build(dir.path()).unwrap();
+        assert_eq!(
+            w.env.get_template("pt/verdict_inaccurate").unwrap().render(()).unwrap(),
+            "Isso é falso."
+        );
+        std::fs::remove_file(dir.path().join("locales/pt-BR.toml")).unwrap();
         std::fs::write(dir.path().join("locales/de.toml"), "verdict_wrong = \"x\"\n").unwrap();
         let e = build(dir.path()).err().unwrap().to_string();
         assert!(e.contains("verdict_wrong") && e.contains("daemon.prompts_dir"), "{e}");

@@ -384,6 +384,68 @@ async fn eval_runs_posts_checks_their_integrity_resumes_and_compares() {
     assert!(std::fs::read_to_string(dir.path().join("cmp/compare.html"))
         .unwrap()
         .contains("<svg"));
+
+    // A run without the judge, then the same run with it: the posts are rated, not run again.
+    let out_c = dir.path().join("c");
+    let (p, oc, c) = (posts.clone(), out_c.clone(), cfg.clone());
+    let o = tokio::task::spawn_blocking(move || {
+        musebot(&[
+            "eval",
+            p.to_str().unwrap(),
+            "--out",
+            oc.to_str().unwrap(),
+            "--config",
+            c.to_str().unwrap(),
+            "--no-judge",
+        ])
+        .output()
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(lines(&out_c.join("results.jsonl")).iter().all(|r| r["judge"].is_null()));
+    let asked_before = web.llm_requests.lock().unwrap().len();
+    let (p, oc, c) = (posts.clone(), out_c.clone(), cfg.clone());
+    let o = tokio::task::spawn_blocking(move || {
+        musebot(&[
+            "eval",
+            p.to_str().unwrap(),
+            "--out",
+            oc.to_str().unwrap(),
+            "--config",
+            c.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.matches("finished earlier without a rating").count(),
+        3,
+        "{stderr}"
+    );
+    assert_eq!(
+        web.llm_requests.lock().unwrap().len(),
+        asked_before,
+        "no post was run again"
+    );
+    let rated = record_by_id(&out_c.join("results.jsonl"));
+    assert!(
+        rated.values().all(|r| r["judge"]["answers"]["overall"] == "7"),
+        "{rated:#?}"
+    );
+}
+
+/// The last line of each id (a later line replaces an earlier one).
+fn record_by_id(path: &Path) -> BTreeMap<String, Value> {
+    lines(path)
+        .into_iter()
+        .map(|r| (r["id"].as_str().unwrap().to_string(), r))
+        .collect()
 }
 
 /// The experts' labels of each rated reply, as Muse's files hold them: for each reply, the

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 pub struct EvalPost {
     pub id: String,
     pub text: String,
-    /// Image URLs or local paths, as `musebot check --image` takes them.
-    #[serde(default)]
+    /// Image URLs or local paths, as `musebot check --image` takes them (`null` = none).
+    #[serde(default, deserialize_with = "none_is_empty")]
     pub images: Vec<String>,
     /// When it was posted: retrieval uses only what was published before.
     #[serde(default)]
@@ -32,6 +32,10 @@ pub struct EvalPost {
     /// Where it is in its file (for messages).
     #[serde(skip)]
     pub line: usize,
+}
+
+fn none_is_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(Option::<Vec<String>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// The posts, the folder of expert ratings when the input has one, and each line skipped.
@@ -80,7 +84,7 @@ pub fn load(path: &Path) -> anyhow::Result<Input> {
 fn read_jsonl(path: &Path, skipped: &mut Vec<String>) -> anyhow::Result<Vec<EvalPost>> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let mut posts = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    for (n, line) in text.trim_start_matches('\u{feff}').lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
@@ -264,6 +268,14 @@ mod tests {
             input.skipped[0].contains("line 2")
                 && input.skipped[1].contains("line 3")
                 && input.skipped[1].contains("again"),
+            "{:?}",
+            input.skipped
+        );
+        // A byte-order mark and `"images": null` are read as nothing.
+        std::fs::write(&jsonl, "\u{feff}{\"id\": \"a\", \"text\": \"x\", \"images\": null}\n").unwrap();
+        let input = load(&jsonl).unwrap();
+        assert!(
+            input.skipped.is_empty() && input.posts[0].images.is_empty(),
             "{:?}",
             input.skipped
         );

@@ -162,7 +162,8 @@ pub async fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<String> {
 
 /// Runs every post not yet in `results.jsonl`, `jobs` at a time, appending each as it ends.
 async fn run_posts(shared: &Arc<Shared>, posts: &[EvalPost], path: &Path, args: &EvalArgs) -> anyhow::Result<()> {
-    let done = record::read(path)?;
+    let done = record::read_lines::<PostResult>(path, true)?;
+    rejudge(shared, &done, path).await?;
     let pending: Vec<EvalPost> = posts
         .iter()
         .filter(|p| match done.get(&p.id) {
@@ -203,6 +204,43 @@ async fn run_posts(shared: &Arc<Shared>, posts: &[EvalPost], path: &Path, args: 
         );
     }
     Ok(())
+}
+
+/// Posts finished in an earlier run without the judge's rating (run with `--no-judge`, or the
+/// judge failed) are rated now, without running the post again; each rated post is appended
+/// again (its later line replaces the earlier one).
+async fn rejudge(shared: &Shared, done: &BTreeMap<String, PostResult>, path: &Path) -> anyhow::Result<()> {
+    let Some(judge) = &shared.judge else { return Ok(()) };
+    for r in done
+        .values()
+        .filter(|r| r.judge.is_none() && !r.failed() && !r.parts.is_empty())
+    {
+        let mut r = r.clone();
+        rate(&shared.config, judge, &mut r).await;
+        record::append(path, &r)?;
+        eprintln!("eval: rated {} (finished earlier without a rating)", r.id);
+    }
+    Ok(())
+}
+
+/// The judge's rating of a finished post, its tokens and cost in the post's figures.
+async fn rate(config: &Config, judge: &Judge, result: &mut PostResult) {
+    let case = Case {
+        text: &result.text,
+        created_at: result.time.map(|t| t.to_rfc3339()).unwrap_or_else(|| "unknown".into()),
+        reply: &result.reply(),
+        references: result.links.iter().map(|l| l.url.clone()).collect(),
+    };
+    match judge.rate(&case).await {
+        Ok((rating, u)) => {
+            result.judge = Some(rating);
+            result.judge_error = None;
+            result.figures.judge_prompt_tokens = u.prompt_tokens;
+            result.figures.judge_completion_tokens = u.completion_tokens;
+            result.figures.judge_cost = judge_cost(config, u);
+        }
+        Err(e) => result.judge_error = Some(e),
+    }
 }
 
 /// One post through the daemon's stages, then its links, quotes and the judge.
@@ -307,21 +345,7 @@ async fn run_one(shared: &Shared, post: &EvalPost, n: usize) -> PostResult {
     f.quotes = result.quotes.len();
     f.quotes_verbatim = result.quotes.iter().filter(|q| q.verbatim).count();
     if let Some(judge) = &shared.judge {
-        let case = Case {
-            text: &post.text,
-            created_at: post.time.map(|t| t.to_rfc3339()).unwrap_or_else(|| "unknown".into()),
-            reply: &result.reply(),
-            references: result.links.iter().map(|l| l.url.clone()).collect(),
-        };
-        match judge.rate(&case).await {
-            Ok((rating, u)) => {
-                result.judge = Some(rating);
-                result.figures.judge_prompt_tokens = u.prompt_tokens;
-                result.figures.judge_completion_tokens = u.completion_tokens;
-                result.figures.judge_cost = judge_cost(&shared.config, u);
-            }
-            Err(e) => result.judge_error = Some(e),
-        }
+        rate(&shared.config, judge, &mut result).await;
     }
     result.figures.seconds = started.elapsed().as_secs_f64();
     result
@@ -396,7 +420,7 @@ async fn judge_experts(
     path: &Path,
     args: &EvalArgs,
 ) -> anyhow::Result<BTreeMap<String, Rating>> {
-    let done: BTreeMap<String, JudgedItem> = record::read_lines(path)?;
+    let done: BTreeMap<String, JudgedItem> = record::read_lines(path, true)?;
     let judge = shared.judge.as_ref().expect("called with a judge");
     let pending: Vec<&experts::Item> = experts
         .items
@@ -432,7 +456,7 @@ async fn judge_experts(
             eprintln!("eval: the judge rated {finished}/{total} expert-rated replies");
         }
     }
-    let all: BTreeMap<String, JudgedItem> = record::read_lines(path)?;
+    let all: BTreeMap<String, JudgedItem> = record::read_lines(path, false)?;
     Ok(all.into_iter().filter_map(|(k, j)| Some((k, j.rating?))).collect())
 }
 

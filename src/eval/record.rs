@@ -59,27 +59,45 @@ impl PostResult {
 }
 
 /// The results in `path`, by id (a later line for an id replaces an earlier one: a post
-/// run again). A last line cut short by an interruption is removed from the file.
+/// run again). Read-only: a last line cut short is left out, not removed ([`read_lines`]).
 pub fn read(path: &Path) -> anyhow::Result<BTreeMap<String, PostResult>> {
-    read_lines(path)
+    read_lines(path, false)
 }
 
 /// Lines of JSON records keyed by `key` (the `id` field; `key` for expert items), the same way.
-pub fn read_lines<T: for<'de> Deserialize<'de> + Keyed>(path: &Path) -> anyhow::Result<BTreeMap<String, T>> {
+/// A last line without its newline is kept when it is a whole record (a hand-edited file);
+/// one cut short by an interruption is left out, and with `repair` (the run that appends next)
+/// removed from the file, so the next line starts clean.
+pub fn read_lines<T: for<'de> Deserialize<'de> + Keyed>(
+    path: &Path,
+    repair: bool,
+) -> anyhow::Result<BTreeMap<String, T>> {
     let mut out = BTreeMap::new();
-    let Ok(bytes) = std::fs::read(path) else { return Ok(out) };
+    let Ok(mut bytes) = std::fs::read(path) else {
+        return Ok(out);
+    };
     let whole = match bytes.iter().rposition(|b| *b == b'\n') {
         Some(i) => i + 1,
         None => 0,
     };
     if whole < bytes.len() {
-        tracing::warn!(path = %path.display(), "dropping a last line cut short by an interruption");
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)?
-            .set_len(whole as u64)?;
+        if serde_json::from_slice::<T>(&bytes[whole..]).is_ok() {
+            if repair {
+                std::fs::OpenOptions::new().append(true).open(path)?.write_all(b"\n")?;
+            }
+            bytes.push(b'\n');
+        } else {
+            bytes.truncate(whole);
+            if repair {
+                tracing::warn!(path = %path.display(), "dropping a last line cut short by an interruption");
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)?
+                    .set_len(whole as u64)?;
+            }
+        }
     }
-    for (n, line) in String::from_utf8_lossy(&bytes[..whole]).lines().enumerate() {
+    for (n, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
@@ -187,4 +205,45 @@ pub fn positions(r: &PostResult) -> Vec<(&'static str, f64)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, Serialize)]
+    struct Line {
+        key: String,
+    }
+
+    impl Keyed for Line {
+        fn key(&self) -> &str {
+            &self.key
+        }
+    }
+
+    #[test]
+    fn a_cut_line_is_left_out_and_repaired_only_by_the_run_that_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        std::fs::write(&path, "{\"key\":\"a\"}\n{\"key\":\"b\"}\n{\"key\":\"c").unwrap();
+        let read: BTreeMap<String, Line> = read_lines(&path, false).unwrap();
+        assert_eq!(read.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert!(
+            std::fs::read_to_string(&path).unwrap().ends_with("{\"key\":\"c"),
+            "a reader leaves the file as it is"
+        );
+        let _: BTreeMap<String, Line> = read_lines(&path, true).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"key\":\"a\"}\n{\"key\":\"b\"}\n"
+        );
+        // A whole record without its newline is kept (and given one by the appending run).
+        std::fs::write(&path, "{\"key\":\"a\"}\n{\"key\":\"d\"}").unwrap();
+        let read: BTreeMap<String, Line> = read_lines(&path, true).unwrap();
+        assert_eq!(read.keys().collect::<Vec<_>>(), ["a", "d"]);
+        append(&path, &Line { key: "e".into() }).unwrap();
+        let read: BTreeMap<String, Line> = read_lines(&path, false).unwrap();
+        assert_eq!(read.keys().collect::<Vec<_>>(), ["a", "d", "e"]);
+    }
 }

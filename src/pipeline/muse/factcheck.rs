@@ -33,27 +33,29 @@ fn quoted(text: &str, max: usize) -> String {
     out
 }
 
-fn publisher(r: &ClaimReview) -> String {
+/// The publisher's name, or the bot's word for an unnamed one in `lang`.
+fn publisher(r: &ClaimReview, lang: &str) -> String {
     let p = quoted(&r.publisher, 60);
     if p.is_empty() {
-        "A fact-checker".into()
+        crate::words::say(lang, "factcheck_someone", ())
     } else {
         p
     }
 }
 
-fn day(d: Option<DateTime<Utc>>) -> String {
+/// The review's day, or the bot's word for an unknown one in `lang`.
+fn day(d: Option<DateTime<Utc>>, lang: &str) -> String {
     d.map(|d| d.format("%Y-%m-%d").to_string())
-        .unwrap_or_else(|| "an unknown date".into())
+        .unwrap_or_else(|| crate::words::say(lang, "factcheck_undated", ()))
 }
 
 /// The review as an evidence line the model and the agents read.
 pub fn evidence_line(r: &ClaimReview) -> String {
     format!(
         "{} (a professional fact-checker) reviewed the claim \"{}\" on {} and rated it \"{}\".",
-        publisher(r),
+        publisher(r, "en"),
         quoted(&r.claim, 200),
-        day(r.reviewed),
+        day(r.reviewed, "en"),
         quoted(&r.rating_text(), QUOTE_CHARS)
     )
 }
@@ -67,9 +69,9 @@ pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>, lang: &
             lang,
             "factcheck_named",
             minijinja::context! {
-                publisher => publisher(r),
+                publisher => publisher(r, lang),
                 rating => quoted(&r.rating_text(), QUOTE_CHARS),
-                day => day(r.reviewed),
+                day => day(r.reviewed, lang),
                 url => r.url,
             },
         )
