@@ -327,7 +327,9 @@ pub fn split_thread(lead: &str, body: &str, limits: TextLimits, number_parts: bo
             }
             current.push_str(&piece);
             current_len += piece_len;
-            pending_sep = " ".into();
+            // The next piece of the same token follows without a space (a Japanese run cut
+            // in two stays one run when both pieces share a part).
+            pending_sep = String::new();
         }
     }
     if !current.trim().is_empty() {
@@ -390,6 +392,12 @@ fn fit_pieces(token: &str, budget: usize, limits: TextLimits) -> Vec<String> {
             pieces.push(current.concat());
             current = rest;
             len = current.iter().map(|w| w.graphemes(true).count()).sum();
+            // What followed the mark and this word may still not fit together.
+            if len + n > budget && !current.is_empty() {
+                pieces.push(current.concat());
+                current = Vec::new();
+                len = 0;
+            }
         }
         current.push(word);
         len += n;

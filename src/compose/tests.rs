@@ -270,3 +270,25 @@ fn a_url_glued_to_japanese_text_keeps_both() {
     // A URL that is not evidence goes, with what is glued after it (removal errs wide).
     assert_eq!(enforce_rules("記事https://evil.example/xによると", &allowed), "記事");
 }
+
+/// After a cut at a clause mark, what followed it and a long word never overflow a part.
+#[test]
+fn a_long_word_after_a_clause_mark_starts_its_own_piece() {
+    let limits = TextLimits {
+        max_chars: 30,
+        chars_per_url: 23,
+    };
+    // 14 kana, a mark, 12 kana, then a 20-letter katakana word (one UAX #29 word): the 12
+    // and the word together are 32, over the part.
+    let body = format!(
+        "{}、{}{}",
+        "あ".repeat(14),
+        "い".repeat(12),
+        "アイウエオカキクケコサシスセソタチツテト"
+    );
+    for p in split_thread("", &body, limits, false, 10) {
+        assert!(p.graphemes(true).count() <= 30, "{p}");
+    }
+    let joined: String = split_thread("", &body, limits, false, 10).concat();
+    assert_eq!(joined, body);
+}

@@ -74,15 +74,32 @@ pub fn urls_in(text: &str) -> Vec<String> {
     out
 }
 
-/// The quotes of a text: what stands between “ and ” or between two straight double quotes,
-/// when it is at least [`MIN_QUOTE_CHARS`] long (shorter ones are words in quotation marks).
+/// The quotes of a text: what stands between a language's quotation marks (“…”, „…“, «…»,
+/// 「…」, 『…』, "…"), when it is at least [`MIN_QUOTE_CHARS`] long (shorter ones are words
+/// in quotation marks).
 pub fn quotes_in(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = text;
-    while let Some((i, open)) = rest.char_indices().find(|(_, c)| *c == '“' || *c == '"') {
-        let close = if open == '“' { '”' } else { '"' };
+    // Opening mark → the marks that close it: English, German („…“ and „…”), French and
+    // Spanish (« … »), Japanese (「…」, 『…』), straight quotes.
+    let closes = |open: char| -> &'static [char] {
+        match open {
+            '“' => &['”'],
+            '„' => &['“', '”'],
+            '«' => &['»'],
+            '「' => &['」'],
+            '『' => &['』'],
+            _ => &['"'],
+        }
+    };
+    while let Some((i, open)) = rest
+        .char_indices()
+        .find(|(_, c)| matches!(c, '“' | '"' | '„' | '«' | '「' | '『'))
+    {
         let after = &rest[i + open.len_utf8()..];
-        let Some(j) = after.find(close) else { break };
+        let Some((j, close)) = after.char_indices().find(|(_, c)| closes(open).contains(c)) else {
+            break;
+        };
         let quote = after[..j].trim();
         if normalize(quote).chars().count() >= MIN_QUOTE_CHARS {
             out.push(quote.to_string());
@@ -157,6 +174,19 @@ mod tests {
         let evidence: HashSet<String> = ["https://apnews.com/a/".to_string()].into();
         assert!(from_evidence(&urls[0], &evidence));
         assert!(!from_evidence(&urls[1], &evidence), "a URL no evidence gave");
+    }
+
+    #[test]
+    fn quotes_in_other_languages_marks_are_read() {
+        let q = quotes_in("Laut Bericht „die Mauer ist vom Mond aus nicht zu sehen“ und « la muraille n'est pas visible depuis la Lune » et 「月から肉眼で見える人工物はないと飛行士たちは語った」");
+        assert_eq!(
+            q,
+            vec![
+                "die Mauer ist vom Mond aus nicht zu sehen",
+                "la muraille n'est pas visible depuis la Lune",
+                "月から肉眼で見える人工物はないと飛行士たちは語った"
+            ]
+        );
     }
 
     #[test]
