@@ -64,6 +64,7 @@ t += "\n# edited by the operator\n"
 open(path, "w").write(t)
 PY
 /usr/bin/musebot config check /etc/musebot/bot-config.toml >/dev/null || fail "config check on the filled-in config: $(/usr/bin/musebot config check /etc/musebot/bot-config.toml 2>&1)"; ok
+/usr/bin/musebot models check --config /etc/musebot/bot-config.toml >/dev/null || fail "models check: $(/usr/bin/musebot models check --config /etc/musebot/bot-config.toml 2>&1)"; ok
 # An upgrade keeps the operator's config (and its group) and the state.
 touch /var/lib/musebot/kept
 dpkg -i "$DEB" >/dev/null || fail "dpkg -i (upgrade)"

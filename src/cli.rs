@@ -1,4 +1,4 @@
-//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `config check`. Exit codes: 0 ok, 1 runtime
+//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `models check`, `config check`. Exit codes: 0 ok, 1 runtime
 //! failure, 2 configuration error.
 
 use std::path::PathBuf;
@@ -101,6 +101,12 @@ pub enum Command {
         #[arg(long)]
         retry_failed: bool,
     },
+    /// The relevance models: `models check` says what the config points at, whether each file
+    /// is one the sandbox installs (SHA-256 pins), and whether the models load.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
     /// Configuration tools.
     Config {
         #[command(subcommand)]
@@ -118,6 +124,15 @@ pub enum EvalCommand {
         /// Also write DIR/compare.html.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Exit 0 when every configured model file is there and loads, else 1.
+    Check {
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
     },
 }
 
@@ -204,6 +219,21 @@ pub fn main() -> ExitCode {
                 }
                 Ok(())
             })
+        }
+        Command::Models {
+            command: ModelsCommand::Check { config },
+        } => {
+            let config = match Config::load(&config) {
+                Ok(c) => c,
+                Err(e) => return config_failure(&e),
+            };
+            let (report, ok) = crate::models::check(&config);
+            print!("{report}");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Command::Eval {
             command: Some(EvalCommand::Compare { a, b, out }),

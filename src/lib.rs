@@ -20,6 +20,7 @@ pub mod lang;
 pub mod llm;
 pub mod metrics;
 pub mod model;
+pub mod models;
 pub mod moderation;
 pub mod pipeline;
 pub mod platform;

@@ -117,3 +117,57 @@ fn a_missing_config_file_says_where_it_looked() {
         "{err}"
     );
 }
+
+/// `musebot models check` on the sandbox's models: every file pinned, both models load; a
+/// missing file is named with its key and the exit is 1.
+#[test]
+fn models_check_says_what_is_there_and_whether_it_loads() {
+    let cache =
+        std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| format!("{}/.cache/musebot", std::env::var("HOME").unwrap()));
+    let Ok(env_file) = std::fs::read_to_string(format!("{cache}/sandbox.env")) else {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "sandbox.env is missing under CI"
+        );
+        eprintln!("skipped: no sandbox");
+        return;
+    };
+    let get = |k: &str| {
+        env_file
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap_or("")
+            .to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bot-config.toml");
+    let write = |model: &str| {
+        std::fs::write(
+            &path,
+            format!(
+                "[daemon]\npipeline = \"baseline\"\n[mastodon]\nbase_url = \"https://m.example\"\n[relevance]\nonnxruntime = \"{}\"\nmodel = \"{model}\"\ntokenizer = \"{}\"\nmultilingual_model = \"{}\"\nmultilingual_tokenizer = \"{}\"\n",
+                get("MUSEBOT_ORT_DYLIB"),
+                get("MUSEBOT_EMBED_TOKENIZER"),
+                get("MUSEBOT_EMBED_MODEL_MULTI"),
+                get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
+            ),
+        )
+        .unwrap()
+    };
+    write(&get("MUSEBOT_EMBED_MODEL"));
+    let (code, out, err) = musebot(&["models", "check", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out.matches("pinned:").count(), 5, "{out}");
+    assert!(
+        out.contains("the relevance model") && out.contains("TokenEmbeddings, 384 dimensions"),
+        "{out}"
+    );
+    assert!(out.contains("SentenceEmbeddings, 512 dimensions"), "{out}");
+    write("/nonexistent/model.onnx");
+    let (code, out, _) = musebot(&["models", "check", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("relevance.model") && out.contains("/nonexistent/model.onnx: cannot read"),
+        "{out}"
+    );
+}
