@@ -1,4 +1,5 @@
-//! Prompt and notice templates (`prompts/*.j2`), rendered with minijinja. The built-in copies
+//! The LLM's prompt templates (`prompts/*.j2`), rendered with minijinja (the bot's own words —
+//! notices, verdict sentences — are in `locales/`, [`crate::words`]). The built-in copies
 //! are compiled in; `daemon.prompts_dir` may override any of them by file name. Untrusted text
 //! goes through the `untrusted` filter, which strips the data-block delimiters (every block
 //! name in [`BLOCKS`]; a test fails on a template that wraps text in any other tag) so a post

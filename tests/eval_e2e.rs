@@ -15,32 +15,6 @@ use std::time::Duration;
 use common::*;
 use serde_json::{json, Value};
 
-fn first_words(text: &str, n: usize) -> String {
-    text.split_whitespace().take(n).collect::<Vec<_>>().join(" ")
-}
-
-/// Real pages of three credible publishers: (host, path, html, articleBody).
-fn real_pages(data: &Path) -> Vec<(String, String, String, String)> {
-    let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("extraction/ground-truth.json")).unwrap()).unwrap();
-    let mut out = Vec::new();
-    for (key, v) in truth.as_object().unwrap() {
-        let url = url::Url::parse(v["url"].as_str().unwrap()).unwrap();
-        let host = url.host_str().unwrap().to_string();
-        if ["www.nytimes.com", "www.cbsnews.com"].contains(&host.as_str()) {
-            let html = std::fs::read_to_string(data.join(format!("extraction/html/{key}.html"))).unwrap();
-            out.push((
-                host,
-                url.path().to_string(),
-                html,
-                v["articleBody"].as_str().unwrap().to_string(),
-            ));
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Plays each Muse step; at the reply step it quotes the first evidence quote verbatim and a
 /// second one stitched from two pieces (a quote no page holds).
 fn scripted(body: &Value) -> String {
@@ -96,7 +70,7 @@ struct Web {
 /// The local web, the scripted LLM (each call `delay` long) and the config naming them.
 async fn local_web(data: &Path, judge_base: &str, delay: Duration) -> Web {
     let sandbox = Sandbox::load();
-    let pages = real_pages(data);
+    let pages = real_pages(data, &["www.nytimes.com", "www.cbsnews.com"]);
     assert!(pages.len() >= 4, "{}", pages.len());
     let posts: Vec<(String, String)> = pages
         .iter()
@@ -337,37 +311,10 @@ async fn eval_runs_posts_checks_their_integrity_resumes_and_compares() {
     let cfg_b = dir.path().join("b.toml");
     std::fs::write(&cfg_b, web.config.replace(&judge.base_url, &judge_b.base_url)).unwrap();
     let out_b = dir.path().join("b");
-    let (p, ob, cb) = (posts.clone(), out_b.clone(), cfg_b.clone());
-    let o = tokio::task::spawn_blocking(move || {
-        musebot(&[
-            "eval",
-            p.to_str().unwrap(),
-            "--out",
-            ob.to_str().unwrap(),
-            "--config",
-            cb.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap()
-    })
-    .await
-    .unwrap();
+    let o = output(&["eval", arg(&posts), "--out", arg(&out_b), "--config", arg(&cfg_b)]).await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (a, b, html_dir) = (out.clone(), out_b.clone(), dir.path().join("cmp"));
-    let o = tokio::task::spawn_blocking(move || {
-        musebot(&[
-            "eval",
-            "compare",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--out",
-            html_dir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap()
-    })
-    .await
-    .unwrap();
+    let html_dir = dir.path().join("cmp");
+    let o = output(&["eval", "compare", arg(&out), arg(&out_b), "--out", arg(&html_dir)]).await;
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(text.contains("3 posts paired"), "{text}");
@@ -387,40 +334,20 @@ async fn eval_runs_posts_checks_their_integrity_resumes_and_compares() {
 
     // A run without the judge, then the same run with it: the posts are rated, not run again.
     let out_c = dir.path().join("c");
-    let (p, oc, c) = (posts.clone(), out_c.clone(), cfg.clone());
-    let o = tokio::task::spawn_blocking(move || {
-        musebot(&[
-            "eval",
-            p.to_str().unwrap(),
-            "--out",
-            oc.to_str().unwrap(),
-            "--config",
-            c.to_str().unwrap(),
-            "--no-judge",
-        ])
-        .output()
-        .unwrap()
-    })
-    .await
-    .unwrap();
+    let o = output(&[
+        "eval",
+        arg(&posts),
+        "--out",
+        arg(&out_c),
+        "--config",
+        arg(&cfg),
+        "--no-judge",
+    ])
+    .await;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(lines(&out_c.join("results.jsonl")).iter().all(|r| r["judge"].is_null()));
     let asked_before = web.llm_requests.lock().unwrap().len();
-    let (p, oc, c) = (posts.clone(), out_c.clone(), cfg.clone());
-    let o = tokio::task::spawn_blocking(move || {
-        musebot(&[
-            "eval",
-            p.to_str().unwrap(),
-            "--out",
-            oc.to_str().unwrap(),
-            "--config",
-            c.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap()
-    })
-    .await
-    .unwrap();
+    let o = output(&["eval", arg(&posts), "--out", arg(&out_c), "--config", arg(&cfg)]).await;
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert_eq!(
@@ -438,6 +365,25 @@ async fn eval_runs_posts_checks_their_integrity_resumes_and_compares() {
         rated.values().all(|r| r["judge"]["answers"]["overall"] == "7"),
         "{rated:#?}"
     );
+}
+
+/// A path as a command-line argument.
+fn arg(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The binary's output for `args`, run off the async workers (the scripted servers answer on
+/// them meanwhile).
+async fn output(args: &[&str]) -> std::process::Output {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
 }
 
 /// The last line of each id (a later line replaces an earlier one).

@@ -170,3 +170,31 @@ pub fn hostile_pages() -> Vec<(String, String)> {
         ("/hostile/junk".into(), junk),
     ]
 }
+
+/// The first `n` words of a text.
+pub fn first_words(text: &str, n: usize) -> String {
+    text.split_whitespace().take(n).collect::<Vec<_>>().join(" ")
+}
+
+/// The shared data's real news pages (../shared/data/extraction) of these publishers:
+/// (host, path, html, articleBody), sorted.
+pub fn real_pages(data: &std::path::Path, hosts: &[&str]) -> Vec<(String, String, String, String)> {
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("extraction/ground-truth.json")).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for (key, v) in truth.as_object().unwrap() {
+        let url = url::Url::parse(v["url"].as_str().unwrap()).unwrap();
+        let host = url.host_str().unwrap().to_string();
+        if hosts.contains(&host.as_str()) {
+            let html = std::fs::read_to_string(data.join(format!("extraction/html/{key}.html"))).unwrap();
+            out.push((
+                host,
+                url.path().to_string(),
+                html,
+                v["articleBody"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
