@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Try musebot for real on a local sandbox: builds it, starts mastodon-mock (a Mastodon API
-# server) and a real local LLM (llama.cpp via xllamacpp, SmolLM2 from PyPI), runs the daemon,
-# posts a dubious claim as @alice and a mention of @musebot under it as @bob, then prints the
-# thread with the bot's reply. Everything listens on 127.0.0.1 and stops when the script ends.
+# server), a real local LLM (llama.cpp via xllamacpp; Qwen2.5-Coder-0.5B from PyPI,
+# scripts/setup-try-model.sh) and the sandbox's own
+# small web (scripts/sandbox_web.py: an RSS feed of fact-checks and news pages written for the
+# sandbox, under reserved .example names), seeds the keyless evidence index from that feed
+# (`musebot index refresh`), runs the daemon with the Muse pipeline (queries, search in the
+# index, pages, relevance, evidence, a reply with references), posts a dubious claim as @alice
+# and a mention of @musebot under it as @bob, then prints the thread with the bot's reply.
+# Everything listens on 127.0.0.1 and stops when the script ends.
 #
 #   scripts/try.sh ["claim"]             on a local Mastodon (mastodon-mock)
 #   scripts/try.sh --bluesky ["claim"]   on a local Bluesky: the reference PDS + AppView
 #                                        (@atproto/dev-env, on PostgreSQL and Redis)
+#
+# A real model instead of the tiny local one: MUSEBOT_LLM_BASE_URL (an OpenAI-compatible /v1
+# root), MUSEBOT_LLM_API_KEY, MUSEBOT_LLM_MODEL. A web search backend beside the index:
+# BRAVE_API_KEY, TAVILY_API_KEY or SERPER_API_KEY (searched first; the index is the fallback).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLATFORM=mastodon
@@ -42,7 +51,7 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { "$MUSEBOT_PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-MOCK_PORT=$(free_port); LLM_PORT=$(free_port); HEALTH_PORT=$(free_port)
+MOCK_PORT=$(free_port); LLM_PORT=$(free_port); HEALTH_PORT=$(free_port); WEB_PORT=$(free_port)
 MOCK="http://127.0.0.1:$MOCK_PORT"
 
 cat >"$WORK/mock.toml" <<TOML
@@ -76,15 +85,33 @@ else
         <"$WORK/net.stdin" >"$WORK/net.json" 2>"$WORK/net.log" &
     NET_PID=$!
 fi
-echo "== starting the local LLM (SmolLM2-135M via xllamacpp) on 127.0.0.1:$LLM_PORT" >&2
-"$MUSEBOT_PYTHON" scripts/llm_server.py --model "$MUSEBOT_GGUF" --port "$LLM_PORT" --threads 1 --ctx 2048 \
-    >"$WORK/llm.out" 2>"$WORK/llm.log" &
+echo "== starting the sandbox's web (a fact-check feed and its pages) on 127.0.0.1:$WEB_PORT" >&2
+"$MUSEBOT_PYTHON" scripts/sandbox_web.py --port "$WEB_PORT" --root scripts/sandbox-web \
+    >"$WORK/web.out" 2>"$WORK/web.log" &
 pids+=($!)
+if [[ -n "${MUSEBOT_LLM_BASE_URL:-}" ]]; then
+    echo "== using the model ${MUSEBOT_LLM_MODEL:-gpt-4o-mini} at $MUSEBOT_LLM_BASE_URL (MUSEBOT_LLM_BASE_URL) instead of the tiny local one" >&2
+    LLM_TOML="base_url = \"$MUSEBOT_LLM_BASE_URL\"
+model = \"${MUSEBOT_LLM_MODEL:-gpt-4o-mini}\"
+api_key_env = \"MUSEBOT_LLM_API_KEY\""
+    echo ready >"$WORK/llm.out"
+else
+    # MUSEBOT_TRY_GGUF: another local GGUF (e.g. $MUSEBOT_GGUF, the tests' SmolLM2-135M).
+    GGUF_FILE="${MUSEBOT_TRY_GGUF:-$(scripts/setup-try-model.sh)}"
+    echo "== starting the local LLM ($(basename "$GGUF_FILE") via xllamacpp) on 127.0.0.1:$LLM_PORT" >&2
+    "$MUSEBOT_PYTHON" scripts/llm_server.py --model "$GGUF_FILE" --port "$LLM_PORT" --threads 2 --ctx 4096 \
+        >"$WORK/llm.out" 2>"$WORK/llm.log" &
+    pids+=($!)
+    LLM_TOML="base_url = \"http://127.0.0.1:$LLM_PORT/v1\"
+model = \"local\"
+max_tokens = 300
+timeout_secs = 300"
+fi
 for _ in $(seq 1 240); do
     if [[ $PLATFORM == mastodon ]]; then
-        curl -fs "$MOCK/health" >/dev/null 2>&1 && grep -q '^ready' "$WORK/llm.out" && break
+        curl -fs "$MOCK/health" >/dev/null 2>&1 && grep -q '^ready' "$WORK/llm.out" && grep -q '^ready' "$WORK/web.out" && break
     else
-        [[ -s "$WORK/net.json" ]] && grep -q '^ready' "$WORK/llm.out" && break
+        [[ -s "$WORK/net.json" ]] && grep -q '^ready' "$WORK/llm.out" && grep -q '^ready' "$WORK/web.out" && break
     fi
     sleep 0.5
 done
@@ -108,21 +135,47 @@ base_url = \"$MOCK\"
 access_token_env = \"MUSEBOT_MASTODON_TOKEN\""
 fi
 
-# The sandbox has no internet, so no web search: the daemon runs the no-retrieval pipeline
-# here. (The retrieval pipeline runs end to end in tests/muse_e2e.rs against local servers.)
+# The sandbox has no internet: evidence comes from the keyless index, seeded from the sandbox's
+# own feed. Its two .example hosts are sent to the local web by fetch.test_resolve (a test-only
+# setting, as the sandbox is) and rated "high" by a ratings file of the sandbox's own.
+SEARCH_TOML="backends = []"
+for pair in brave:BRAVE_API_KEY tavily:TAVILY_API_KEY serper:SERPER_API_KEY; do
+    kind=${pair%%:*} var=${pair#*:}
+    if [[ -n "${!var:-}" ]]; then
+        echo "== searching $kind too ($var is set), before the index" >&2
+        SEARCH_TOML="backends = [{ kind = \"$kind\", api_key_env = \"$var\" }, { kind = \"index\" }]"
+        break
+    fi
+done
+printf 'factcheck.sandbox.example\nnews.sandbox.example\n' >"$WORK/sandbox-publishers.txt"
 cat >"$WORK/bot-config.toml" <<TOML
 [daemon]
 state_dir = "$WORK/state"
-pipeline = "baseline"
+pipeline = "muse"
 [http]
 listen = "127.0.0.1:$HEALTH_PORT"
 [llm]
-base_url = "http://127.0.0.1:$LLM_PORT/v1"
-model = "smollm2"
-max_tokens = 160
+$LLM_TOML
+[search]
+$SEARCH_TOML
+[index]
+feeds = ["http://factcheck.sandbox.example/feed.xml"]
+[relevance]
+onnxruntime = "$MUSEBOT_ORT_DYLIB"
+model = "$MUSEBOT_EMBED_MODEL"
+tokenizer = "$MUSEBOT_EMBED_TOKENIZER"
+multilingual_model = "$MUSEBOT_EMBED_MODEL_MULTI"
+multilingual_tokenizer = "$MUSEBOT_EMBED_TOKENIZER_MULTI"
+[credibility]
+files = [{ path = "$WORK/sandbox-publishers.txt", format = "tier_list", tier = "high" }]
+[fetch]
+test_allow_addrs = ["127.0.0.1:$WEB_PORT"]
+test_resolve = ["factcheck.sandbox.example=127.0.0.1:$WEB_PORT", "news.sandbox.example=127.0.0.1:$WEB_PORT"]
 $PLATFORM_TOML
 TOML
 "$BIN" config check "$WORK/bot-config.toml" >&2
+echo "== seeding the evidence index from the sandbox's feed (musebot index refresh)" >&2
+"$BIN" index refresh --config "$WORK/bot-config.toml" >&2
 echo "== starting the musebot daemon (log: $WORK/daemon.log)" >&2
 MUSEBOT_MASTODON_TOKEN=try-musebot "$BIN" run --config "$WORK/bot-config.toml" >"$WORK/daemon.log" 2>&1 &
 pids+=($!)

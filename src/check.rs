@@ -307,6 +307,11 @@ impl CheckReport {
                     }
                     let fate = if cited.iter().any(|x| x.url == c.url && x.publisher == c.publisher) {
                         "kept: named in the reply".to_string()
+                    } else if c.other_claim {
+                        format!(
+                            "dropped: it reviews another claim (cosine {:.2} with the post)",
+                            c.claim_cosine.unwrap_or_default()
+                        )
                     } else if let Some(d) = r.dropped.iter().find(|d| d.url == c.url) {
                         format!("dropped: its page was {}", d.reason.as_str())
                     } else if r.pages.iter().flatten().any(|p| p.url == c.url) {

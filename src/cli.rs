@@ -1,4 +1,4 @@
-//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `models check`, `config check`. Exit codes: 0 ok, 1 runtime
+//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `index refresh` and `index search`, `models check`, `config check`. Exit codes: 0 ok, 1 runtime
 //! failure, 2 configuration error.
 
 use std::path::PathBuf;
@@ -101,6 +101,12 @@ pub enum Command {
         #[arg(long)]
         retry_failed: bool,
     },
+    /// The keyless evidence index (`[index]`): `index refresh` reads every feed once (what the
+    /// daemon does every `refresh_secs`); `index search` shows what a query finds there.
+    Index {
+        #[command(subcommand)]
+        command: IndexCommand,
+    },
     /// The relevance models: `models check` says what the config points at, whether each file
     /// is one the sandbox installs (SHA-256 pins), and whether the models load.
     Models {
@@ -124,6 +130,24 @@ pub enum EvalCommand {
         /// Also write DIR/compare.html.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Read every configured feed once and index the new items; exit 1 when every feed failed.
+    Refresh {
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+    /// Print the items a search query finds in the index.
+    Search {
+        query: String,
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+        /// Only items published before this moment (RFC 3339).
+        #[arg(long)]
+        before: Option<chrono::DateTime<chrono::Utc>>,
     },
 }
 
@@ -220,6 +244,7 @@ pub fn main() -> ExitCode {
                 Ok(())
             })
         }
+        Command::Index { command } => index_command(command),
         Command::Models {
             command: ModelsCommand::Check { config },
         } => {
@@ -276,6 +301,46 @@ pub fn main() -> ExitCode {
                 Ok(())
             })
         }
+    }
+}
+
+fn index_command(command: IndexCommand) -> ExitCode {
+    let (IndexCommand::Refresh { config } | IndexCommand::Search { config, .. }) = &command;
+    let config = match Config::load(config) {
+        Ok(c) => c,
+        Err(e) => return config_failure(&e),
+    };
+    quiet_logs(&config.log);
+    let dir = config.index.dir(&config.daemon.state_dir);
+    if !config.index.enabled() {
+        eprintln!("index.feeds: empty, so there is no index — list RSS or Atom feeds under [index] feeds");
+        return ExitCode::from(2);
+    }
+    match command {
+        IndexCommand::Refresh { .. } => runtime(async move {
+            let mut refresher = crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, None)?;
+            let report = refresher.refresh().await;
+            print!("{}", report.to_text());
+            if report.feeds.iter().all(|f| f.outcome.as_str() == "failed") {
+                anyhow::bail!("no feed answered");
+            }
+            Ok(())
+        }),
+        IndexCommand::Search { query, before, .. } => runtime(async move {
+            let Some(index) = crate::index::EvidenceIndex::open_existing(&dir)? else {
+                anyhow::bail!("no index in {} yet — run `musebot index refresh`", dir.display());
+            };
+            let hits = index.search(&query, before, config.search.results_per_query)?;
+            println!("{} items held; {} found for {query:?}", index.len(), hits.len());
+            for h in hits {
+                let date = h
+                    .published
+                    .map(|d| d.format("%Y-%m-%d").to_string())
+                    .unwrap_or_else(|| "undated".into());
+                println!("- {} ({date})\n  {}", h.title, h.url);
+            }
+            Ok(())
+        }),
     }
 }
 

@@ -88,6 +88,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         });
     }
 
+    if config.daemon.pipeline == crate::config::PipelineMode::Muse && config.index.enabled() {
+        // The index's one writer, opened before the pipeline's reader (which it creates).
+        let dir = config.index.dir(&config.daemon.state_dir);
+        let refresher =
+            crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, Some(metrics.clone()))?;
+        background.spawn(refresher.run(shutdown.clone()));
+    }
     let pipeline = crate::pipeline::build(&config, Some(store.clone()), Some(metrics.clone()), None)?;
     let prompts = pipeline.prompts.clone();
 

@@ -14,6 +14,7 @@ pub mod extract;
 pub mod fetch;
 pub mod http;
 pub mod image;
+pub mod index;
 pub mod inspect;
 pub mod intake;
 pub mod lang;

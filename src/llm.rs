@@ -204,7 +204,7 @@ pub async fn metered<F: Future>(f: F) -> (F::Output, Metered) {
 pub fn in_sequence(spans: &[(Instant, Instant)]) -> u32 {
     let mut spans = spans.to_vec();
     spans.sort_by_key(|s| s.0);
-    let (mut chain, mut end) = (0, None);
+    let (mut chain, mut end): (u32, Option<Instant>) = (0, None);
     for (start, stop) in spans {
         match end {
             Some(e) if start < e => end = Some(e.min(stop)),

@@ -84,6 +84,9 @@ pub struct Metrics {
     pub search_failures: Family<SearchFailureLabel, Counter>,
     pub verifications: Family<OutcomeLabel, Counter>,
     pub fact_checks: Family<OutcomeLabel, Counter>,
+    /// Reads of the evidence index's feeds by outcome, and the items it holds.
+    pub feed_reads: Family<OutcomeLabel, Counter>,
+    pub index_items: Gauge,
     /// Today's LLM tokens and the used share of the day's budget (0 without one).
     pub budget_tokens: Gauge,
     pub budget_used: Gauge<f64, std::sync::atomic::AtomicU64>,
@@ -114,6 +117,18 @@ impl Metrics {
         let search_failures = Family::<SearchFailureLabel, Counter>::default();
         let verifications = Family::<OutcomeLabel, Counter>::default();
         let fact_checks = Family::<OutcomeLabel, Counter>::default();
+        let feed_reads = Family::<OutcomeLabel, Counter>::default();
+        let index_items = Gauge::default();
+        registry.register(
+            "feed_reads",
+            "Reads of the evidence index's feeds, by outcome (read|not_modified|failed)",
+            feed_reads.clone(),
+        );
+        registry.register(
+            "index_items",
+            "Items held by the evidence index ([index])",
+            index_items.clone(),
+        );
         let budget_tokens = Gauge::default();
         let budget_used = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
         registry.register(
@@ -165,6 +180,8 @@ impl Metrics {
             search_failures,
             verifications,
             fact_checks,
+            feed_reads,
+            index_items,
             budget_tokens,
             budget_used,
             budget: Mutex::new(serde_json::Value::Null),
@@ -249,6 +266,16 @@ impl Metrics {
                 })
                 .inc_by(n as u64);
         }
+    }
+
+    /// One read of an index feed (`read`, `not_modified`, `failed`), and the items now held.
+    pub fn feed_read(&self, outcome: &str, items_held: u64) {
+        self.feed_reads
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            })
+            .inc();
+        self.index_items.set(items_held as i64);
     }
 
     pub fn search_ok(&self, backend: &str) {

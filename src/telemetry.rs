@@ -1,7 +1,8 @@
 //! Logging setup: `tracing-subscriber` in text or JSON, filtered by `RUST_LOG` or the config.
 //! Whatever the filter says, tungstenite is capped at `error`: its logs may carry the streaming
 //! URL, which holds the access token (megalodon, no longer linked, logged it at info/warn);
-//! and the HTML parser's notes on malformed pages are capped there too.
+//! and the HTML parser's notes on malformed pages, and tantivy's narration of every commit and
+//! garbage collection of the evidence index, are capped there too.
 
 use tracing_subscriber::EnvFilter;
 
@@ -10,9 +11,10 @@ use crate::config::{LogConfig, LogFormat};
 /// Targets that may print secrets; forced to `error` whatever the user's filter says.
 pub const SECRET_LEAKING_TARGETS: &[&str] = &["tungstenite", "tokio_tungstenite"];
 
-/// Parser internals that narrate untrusted pages ("foster parenting not implemented"): nothing
-/// an operator can act on, so only their errors are shown.
-pub const NOISY_TARGETS: &[&str] = &["html5ever", "markup5ever", "selectors"];
+/// Parser internals that narrate untrusted pages ("foster parenting not implemented") and the
+/// index engine's commit narration ("Preparing commit", "Garbage collect"): nothing an
+/// operator can act on, so only their errors are shown (the refresher logs its own outcomes).
+pub const NOISY_TARGETS: &[&str] = &["html5ever", "markup5ever", "selectors", "tantivy"];
 
 pub fn filter(config_filter: &str) -> EnvFilter {
     let base = std::env::var("RUST_LOG")

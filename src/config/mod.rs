@@ -34,6 +34,7 @@ pub struct Config {
     pub verify: VerifyConfig,
     pub search: crate::search::SearchConfig,
     pub factcheck: crate::search::factcheck::FactCheckConfig,
+    pub index: crate::index::IndexConfig,
     pub fetch: crate::fetch::FetchConfig,
     pub relevance: crate::relevance::RelevanceConfig,
     pub credibility: crate::credibility::load::CredibilityConfig,
@@ -499,12 +500,11 @@ mod tests {
         let keys: Vec<_> = c.validate().into_iter().map(|p| p.key).collect();
         assert_eq!(
             keys,
-            [
-                "search.backends",
-                "relevance.onnxruntime",
-                "relevance.model",
-                "relevance.tokenizer"
-            ]
+            ["relevance.onnxruntime", "relevance.model", "relevance.tokenizer"]
         );
+        // Without the index's feeds, a web search backend is needed.
+        c.index.feeds.clear();
+        let keys: Vec<_> = c.validate().into_iter().map(|p| p.key).collect();
+        assert_eq!(keys[0], "search.backends");
     }
 }

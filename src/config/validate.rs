@@ -29,6 +29,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         limits_and_reply,
         fetch,
         search,
+        ops::index,
         relevance,
         credibility,
         mastodon,
@@ -223,8 +224,8 @@ fn fetch(c: &Config, p: &mut Problems) {
 /// `[search]` (and what `daemon.pipeline = "muse"` needs).
 fn search(c: &Config, p: &mut Problems) {
     if c.daemon.pipeline == PipelineMode::Muse {
-        if c.search.backends.is_empty() {
-            p.bad("search.backends", "is empty but daemon.pipeline = \"muse\" needs one".into(), "add a backend (e.g. { kind = \"brave\", api_key_env = \"BRAVE_API_KEY\" }) or set daemon.pipeline = \"baseline\"");
+        if c.search.backends.is_empty() && !c.index.enabled() {
+            p.bad("search.backends", "is empty and [index] follows no feeds, but daemon.pipeline = \"muse\" needs a source of evidence".into(), "add a backend (e.g. { kind = \"brave\", api_key_env = \"BRAVE_API_KEY\" }), list feeds under [index] feeds, or set daemon.pipeline = \"baseline\"");
         }
         for (key, value) in [
             ("relevance.onnxruntime", &c.relevance.onnxruntime),
@@ -262,6 +263,13 @@ fn search(c: &Config, p: &mut Problems) {
                 &format!("search.backends[{i}].base_url"),
                 "is empty for searxng".into(),
                 "set your SearXNG instance's URL",
+            );
+        }
+        if b.kind == crate::search::BackendKind::Index && !c.index.enabled() {
+            p.bad(
+                &format!("search.backends[{i}].kind"),
+                "is \"index\" but [index] follows no feeds".into(),
+                "list RSS or Atom feeds under [index] feeds, or remove this backend",
             );
         }
         if b.kind == crate::search::BackendKind::Google && b.cx.is_empty() {

@@ -1,5 +1,5 @@
 //! Validation of the operators' and moderators' sections: `[moderation]`, `[budget]`,
-//! `[admin]` (each problem as `key: problem — fix`, like the rest of `validate.rs`).
+//! `[admin]`, `[eval]`, `[index]` (each problem as `key: problem — fix`, like the rest of `validate.rs`).
 
 use super::super::Config;
 use super::Problems;
@@ -189,6 +189,45 @@ pub(super) fn moderation(c: &Config, p: &mut Problems) {
                 format!("holds `{bad}`"),
                 "write bare domains such as example.com (no scheme, no path)",
             );
+        }
+    }
+}
+
+/// `[index]`: the feeds and the bounds of the evidence index.
+pub(super) fn index(c: &Config, p: &mut Problems) {
+    let x = &c.index;
+    for (i, feed) in x.feeds.iter().enumerate() {
+        if !url::Url::parse(feed).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some()) {
+            p.bad(
+                &format!("index.feeds[{i}]"),
+                format!("`{feed}` is not an http(s) URL"),
+                "write the feed's full address, e.g. \"https://www.factcheck.org/feed/\"",
+            );
+        }
+    }
+    if x.refresh_secs < 60 {
+        p.bad(
+            "index.refresh_secs",
+            format!("is {}", x.refresh_secs),
+            "use at least 60 seconds (1800 is the default; feeds change a few times a day)",
+        );
+    }
+    for (key, value, fix) in [
+        (
+            "index.items_per_feed",
+            x.items_per_feed,
+            "use at least 1 (20 is the default)",
+        ),
+        ("index.max_items", x.max_items, "use at least 1 (50000 is the default)"),
+        (
+            "index.max_feed_bytes",
+            x.max_feed_bytes,
+            "use at least 10000 (2000000 is the default)",
+        ),
+    ] {
+        let floor = if key == "index.max_feed_bytes" { 10_000 } else { 1 };
+        if value < floor {
+            p.bad(key, format!("is {value}"), fix);
         }
     }
 }

@@ -162,6 +162,8 @@ fn review(v: &Value, page_url: &str) -> Option<ClaimReview> {
         language: text(v.get("inLanguage")),
         appearances,
         source: ReviewSource::Markup,
+        claim_cosine: None,
+        other_claim: false,
     })
 }
 

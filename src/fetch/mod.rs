@@ -5,6 +5,7 @@
 //! decoding, a per-host concurrency limit and an honest User-Agent.
 
 pub mod dns;
+pub mod feed;
 pub mod guard;
 
 use std::collections::HashMap;
@@ -12,6 +13,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use url::{Host, Url};
@@ -81,6 +83,8 @@ pub enum FetchError {
     NotHtml(String),
     #[error("not an image ({0})")]
     NotImage(String),
+    #[error("not a feed ({0})")]
+    NotFeed(String),
     #[error("more than {0} redirects")]
     TooManyRedirects(usize),
 }
@@ -102,6 +106,17 @@ impl FetchError {
             _ => false,
         }
     }
+}
+
+/// One answer of [`Fetcher::fetch_body`].
+struct Got {
+    url: Url,
+    content_type: String,
+    body: Vec<u8>,
+    hops: usize,
+    headers: HeaderMap,
+    /// The server answered 304 to a conditional GET: `body` is empty.
+    not_modified: bool,
 }
 
 /// A fetched HTML page.
@@ -193,15 +208,21 @@ impl Fetcher {
 
     async fn fetch_inner(&self, url: &str) -> Result<Fetched, FetchError> {
         let is_html = |mime: &str| mime.is_empty() || mime == "text/html" || mime == "application/xhtml+xml";
-        let (url, content_type, body, hops) = self
-            .fetch_body(url, is_html, self.config.max_body_bytes, FetchError::NotHtml)
+        let got = self
+            .fetch_body(
+                url,
+                &HeaderMap::new(),
+                is_html,
+                self.config.max_body_bytes,
+                FetchError::NotHtml,
+            )
             .await?;
-        let html = decode(&body, &content_type);
+        let html = decode(&got.body, &got.content_type);
         Ok(Fetched {
-            url,
+            url: got.url,
             html,
-            bytes: body.len(),
-            redirects: hops,
+            bytes: got.body.len(),
+            redirects: got.hops,
         })
     }
 
@@ -214,35 +235,54 @@ impl Fetcher {
             |mime: &str| mime.is_empty() || mime.starts_with("image/") || mime == "application/octet-stream";
         let fetched = tokio::time::timeout(
             timeout,
-            self.fetch_body(url, maybe_image, max_bytes, FetchError::NotImage),
+            self.fetch_body(url, &HeaderMap::new(), maybe_image, max_bytes, FetchError::NotImage),
         )
         .await
         .unwrap_or(Err(FetchError::Timeout))?;
-        Ok((fetched.0, fetched.2))
+        Ok((fetched.url, fetched.body))
     }
 
-    /// One GET with guarded, hand-followed redirects: the final URL, its content type, the
-    /// body (at most `max_bytes`), and the redirects taken.
+    /// One GET (with `headers`, e.g. a conditional GET's validators) with guarded,
+    /// hand-followed redirects: the final URL, its content type, the body (at most
+    /// `max_bytes`), the redirects taken; a 304 answer comes back as `not_modified`.
     async fn fetch_body(
         &self,
         url: &str,
+        headers: &HeaderMap,
         accept: impl Fn(&str) -> bool,
         max_bytes: usize,
         refuse: fn(String) -> FetchError,
-    ) -> Result<(Url, String, Vec<u8>, usize), FetchError> {
+    ) -> Result<Got, FetchError> {
         let mut url = Url::parse(url).map_err(|e| FetchError::BadUrl(format!("`{url}` is not a URL ({e})")))?;
         for hop in 0..=self.config.max_redirects {
             self.check_url(&url).await?;
             let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
             let _permit = self.host_permit(&host).acquire_owned().await.expect("never closed");
-            let resp = self.client.get(url.clone()).send().await.map_err(|e| {
-                if e.is_timeout() {
-                    FetchError::Timeout
-                } else {
-                    FetchError::Unreachable(e.without_url().to_string())
-                }
-            })?;
+            let resp = self
+                .client
+                .get(url.clone())
+                .headers(headers.clone())
+                .send()
+                .await
+                .map_err(|e| {
+                    if e.is_timeout() {
+                        FetchError::Timeout
+                    } else {
+                        FetchError::Unreachable(e.without_url().to_string())
+                    }
+                })?;
             let status = resp.status();
+            // A 304 answers a conditional GET; unasked (no validators sent), it is an error.
+            if status == reqwest::StatusCode::NOT_MODIFIED && !headers.is_empty() {
+                return Ok(Got {
+                    url,
+                    content_type: String::new(),
+                    body: Vec::new(),
+                    hops: hop,
+                    headers: resp.headers().clone(),
+                    not_modified: true,
+                });
+            }
             if status.is_redirection() {
                 let location = resp
                     .headers()
@@ -271,18 +311,26 @@ impl Fetcher {
                 return Err(FetchError::TooLarge(max_bytes));
             }
             let mut resp = resp;
+            let answer_headers = resp.headers().clone();
             let mut body = Vec::new();
-            while let Some(chunk) = resp
-                .chunk()
-                .await
-                .map_err(|e| FetchError::Unreachable(e.without_url().to_string()))?
-            {
+            while let Some(chunk) = resp.chunk().await.map_err(|e| match e.is_timeout() {
+                // The client's time limit struck mid-body (a server that trickles).
+                true => FetchError::Timeout,
+                false => FetchError::Unreachable(e.without_url().to_string()),
+            })? {
                 if body.len() + chunk.len() > max_bytes {
                     return Err(FetchError::TooLarge(max_bytes));
                 }
                 body.extend_from_slice(&chunk);
             }
-            return Ok((url, content_type, body, hop));
+            return Ok(Got {
+                url,
+                content_type,
+                body,
+                hops: hop,
+                headers: answer_headers,
+                not_modified: false,
+            });
         }
         Err(FetchError::TooManyRedirects(self.config.max_redirects))
     }

@@ -46,6 +46,14 @@ pub struct ClaimReview {
     #[serde(default)]
     pub appearances: Vec<String>,
     pub source: ReviewSource,
+    /// The cosine of the reviewed claim with the post (the pages step, with the page's
+    /// relevance model); none until scored, or for a review without claim text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_cosine: Option<f32>,
+    /// The reviewed claim scored below the relevance threshold: a check of another claim,
+    /// never named and never evidence (its page may still be, by its passages).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub other_claim: bool,
 }
 
 /// What a rating says, as a hint for the model and for telling disagreement apart; the reply's
@@ -180,6 +188,8 @@ mod tests {
             language: None,
             appearances: Vec::new(),
             source: ReviewSource::Markup,
+            claim_cosine: None,
+            other_claim: false,
         }
     }
 

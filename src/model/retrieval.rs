@@ -197,7 +197,7 @@ impl Retrieval {
                 .fact_checks
                 .iter()
                 .filter(|r| page.claim_reviews.is_empty() && r.url == page.url);
-            for r in page.claim_reviews.iter().chain(from_api) {
+            for r in page.claim_reviews.iter().chain(from_api).filter(|r| !r.other_claim) {
                 if !out.iter().any(|o| o.url == r.url && o.publisher == r.publisher) {
                     out.push(r.clone());
                 }

@@ -92,6 +92,27 @@ impl Pipeline {
 
 /// Builds the configured pipeline (loads ratings files and the embedding model for `muse`).
 /// `before` overrides `search.before`.
+/// The evidence index for searching, when `[index]` follows feeds and one was made (by the
+/// daemon's refresher or `musebot index refresh`); one that cannot be read is left out with
+/// a warning (the daemon's refresher has already refused to start on it).
+fn evidence_index(config: &crate::config::Config) -> Option<Arc<crate::index::EvidenceIndex>> {
+    if !config.index.enabled() {
+        return None;
+    }
+    let dir = config.index.dir(&config.daemon.state_dir);
+    match crate::index::EvidenceIndex::open_existing(&dir) {
+        Ok(Some(index)) => Some(Arc::new(index)),
+        Ok(None) => {
+            tracing::info!(dir = %dir.display(), "no evidence index yet (`musebot index refresh` makes one)");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "evidence index left out");
+            None
+        }
+    }
+}
+
 pub fn build(
     config: &crate::config::Config,
     store: Option<crate::store::Store>,
@@ -113,7 +134,11 @@ pub fn build(
             Some(Arc::new(muse::Muse {
                 llm: llm.clone(),
                 prompts: prompts.clone(),
-                searcher: Arc::new(crate::search::Searcher::new(&config.search, store.clone())?.with_metrics(metrics)),
+                searcher: Arc::new(
+                    crate::search::Searcher::new(&config.search, store.clone())?
+                        .with_metrics(metrics)
+                        .with_index(evidence_index(config)),
+                ),
                 fetcher: crate::fetch::Fetcher::new(&config.fetch).map_err(anyhow::Error::msg)?,
                 credibility: Arc::new(crate::credibility::load::build(&config.credibility)?),
                 embedder: Arc::new(crate::relevance::Embedder::load(&config.relevance)?),

@@ -37,7 +37,11 @@ pub fn queries(text: &str, n: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for q in raw {
         let q = q.split_whitespace().collect::<Vec<_>>().join(" ");
-        if !q.is_empty() && q.len() <= 200 && !out.iter().any(|o| o.eq_ignore_ascii_case(&q)) {
+        // `{"queries": ["none"]}`: a small model's way of saying "none".
+        let none = q
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .eq_ignore_ascii_case("none");
+        if !q.is_empty() && !none && q.len() <= 200 && !out.iter().any(|o| o.eq_ignore_ascii_case(&q)) {
             out.push(q);
         }
     }
@@ -138,6 +142,8 @@ mod tests {
                 &["moon made of cheese", "apollo rocks", "lunar geology"],
             ),
             ("none", &[]),
+            (r#"{"queries": ["none"]}"#, &[]),
+            (r#"{"queries": ["None.", "moon rocks"]}"#, &["moon rocks"]),
             ("None.", &[]),
             (r#"{"queries": []}"#, &[]),
         ];

@@ -21,6 +21,8 @@ pub enum BackendKind {
     /// SerpApi's `engine=google`.
     Serpapi,
     Tavily,
+    /// The keyless evidence index (`[index]`: followed feeds, searched locally).
+    Index,
 }
 
 impl BackendKind {
@@ -32,11 +34,12 @@ impl BackendKind {
             BackendKind::Serper => "serper",
             BackendKind::Serpapi => "serpapi",
             BackendKind::Tavily => "tavily",
+            BackendKind::Index => "index",
         }
     }
 
     pub fn needs_key(self) -> bool {
-        self != BackendKind::Searxng
+        !matches!(self, BackendKind::Searxng | BackendKind::Index)
     }
 
     fn default_base(self) -> &'static str {
@@ -47,6 +50,7 @@ impl BackendKind {
             BackendKind::Serper => "https://google.serper.dev",
             BackendKind::Serpapi => "https://serpapi.com",
             BackendKind::Tavily => "https://api.tavily.com",
+            BackendKind::Index => "",
         }
     }
 }
@@ -172,6 +176,8 @@ pub async fn run(
             }
             http.post(format!("{base}/search")).bearer_auth(key).json(&body)
         }
+        // Searched in place by `Searcher` (`crate::index`), never over HTTP.
+        BackendKind::Index => return Err(SearchError::NoBackend),
     };
     let resp = req.send().await.map_err(|e| SearchError::Network {
         backend: name,
@@ -230,6 +236,7 @@ fn fields(kind: BackendKind) -> Fields {
         BackendKind::Serper => f("/organic", "/link", "/snippet", "/date"),
         BackendKind::Serpapi => f("/organic_results", "/link", "/snippet", "/date"),
         BackendKind::Tavily => f("/results", "/url", "/content", "/published_date"),
+        BackendKind::Index => f("", "", "", ""),
     }
 }
 

@@ -166,6 +166,8 @@ pub fn reviews_of(page: &Value) -> Vec<ClaimReview> {
                 language: text(&r["languageCode"]),
                 appearances: Vec::new(),
                 source: ReviewSource::Api,
+                claim_cosine: None,
+                other_claim: false,
             });
         }
     }

@@ -1,7 +1,9 @@
 //! Web search behind one interface: backends tried in the configured order with fallback
 //! (Google Programmable Search, Brave, SearXNG, Serper, SerpApi, Tavily — each with its real
 //! request and response format, in its own file), results cached in the store with a TTL, and
-//! an optional "published before" bound passed to the engines that support one.
+//! an optional "published before" bound passed to the engines that support one. The keyless
+//! evidence index (`crate::index`) is a backend searched in place (`kind = "index"`), and the
+//! last fallback of every search when `[index]` follows feeds.
 
 mod backends;
 pub mod factcheck;
@@ -137,6 +139,8 @@ pub struct Searcher {
     store: Option<Store>,
     /// Failures by backend and kind, and backends that keep failing (`/healthz`).
     metrics: Option<SharedMetrics>,
+    /// The evidence index, for `kind = "index"` backends.
+    index: Option<std::sync::Arc<crate::index::EvidenceIndex>>,
 }
 
 impl SearchError {
@@ -176,7 +180,27 @@ impl Searcher {
             config: config.clone(),
             store,
             metrics: None,
+            index: None,
         })
+    }
+
+    /// Searches `index` where a `kind = "index"` backend is listed, and after every listed
+    /// backend when none is (the fallback when they fail or none is configured).
+    pub fn with_index(mut self, index: Option<std::sync::Arc<crate::index::EvidenceIndex>>) -> Searcher {
+        if index.is_some() && !self.backends.iter().any(|b| b.config.kind == BackendKind::Index) {
+            self.backends.push(Backend {
+                config: BackendConfig {
+                    kind: BackendKind::Index,
+                    base_url: String::new(),
+                    api_key_env: String::new(),
+                    api_key_file: String::new(),
+                    cx: String::new(),
+                },
+                key: None,
+            });
+        }
+        self.index = index;
+        self
     }
 
     /// Reports failures and recoveries to `metrics`.
@@ -199,6 +223,17 @@ impl Searcher {
         let mut last = None;
         for backend in &self.backends {
             let kind = backend.config.kind;
+            if kind == BackendKind::Index {
+                match self.search_index(query, before).await {
+                    // An empty index answer passes to no one: it is the last word.
+                    Ok(hits) => return Ok(hits),
+                    Err(e) => {
+                        tracing::warn!(backend = "index", error = %e, "search backend failed; trying the next");
+                        last = Some(e);
+                        continue;
+                    }
+                }
+            }
             let cache_key = format!(
                 "{}|{}|{}|{}",
                 kind.as_str(),
@@ -250,6 +285,41 @@ impl Searcher {
             }
         }
         Err(SearchError::AllFailed(Box::new(last.expect("at least one backend"))))
+    }
+
+    /// The evidence index's answer (not cached: it is local and changes with every refresh).
+    async fn search_index(&self, query: &str, before: Option<DateTime<Utc>>) -> Result<Vec<Hit>, SearchError> {
+        let failed = |reason: String| SearchError::Network {
+            backend: "index",
+            reason,
+        };
+        let index = self
+            .index
+            .clone()
+            .ok_or_else(|| failed("no index: [index] follows no feeds, or `musebot index refresh` never ran".into()))?;
+        let (q, n) = (query.to_string(), self.config.results_per_query);
+        let result = tokio::task::spawn_blocking(move || index.search(&q, before, n))
+            .await
+            .map_err(|e| failed(e.to_string()))?
+            .map_err(|e| failed(e.to_string()))
+            .map(|found| {
+                found
+                    .into_iter()
+                    .map(|f| Hit {
+                        url: f.url,
+                        title: f.title,
+                        snippet: f.snippet,
+                        published: f.published,
+                    })
+                    .collect::<Vec<_>>()
+            });
+        if let Some(m) = &self.metrics {
+            match &result {
+                Ok(_) => m.search_ok("index"),
+                Err(e) => m.search_failed("index", e.kind()),
+            }
+        }
+        result
     }
 
     fn cached(&self, key: &str) -> Option<Vec<Hit>> {

@@ -366,7 +366,12 @@ impl Run<'_> {
                 if let Some(o) = outcome.filter(|o| *o != crate::model::Verified::NotNeeded) {
                     self.worker.metrics.verification(o.as_str());
                 }
-                if let Some(d) = replacement {
+                if let Some(mut d) = replacement {
+                    // A revision is the model's words, a withdrawal the bot's: the check the
+                    // draft named is named again.
+                    if let Some(r) = &job.retrieval {
+                        crate::pipeline::muse::factcheck::name_in(&mut d, &r.cited_reviews(), &target);
+                    }
                     job.draft = Some(d);
                 }
                 Ok(StageOutcome::Next(usage))

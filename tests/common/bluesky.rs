@@ -371,6 +371,12 @@ pub fn bluesky_config(
     extra: &str,
 ) -> String {
     let pipeline = if extra.contains("[search]") { "muse" } else { "baseline" };
+    // Hermetic: the default feeds are on the internet; a test that wants an index names its own.
+    let no_index = if extra.contains("[index]") {
+        ""
+    } else {
+        "[index]\nfeeds = []\n"
+    };
     let mastodon = match mastodon {
         Some(base) => format!(
             "[mastodon]\nbase_url = \"{base}\"\naccess_token_env = \"MUSEBOT_TEST_MASTODON_TOKEN\"\nreconnect_max_secs = 2\nmax_retries = 6\n"
@@ -379,7 +385,7 @@ pub fn bluesky_config(
     };
     std::fs::write(password_file, &bot.app_password).unwrap();
     format!(
-        r#"
+        r#"{no_index}
 [daemon]
 state_dir = "{}"
 shutdown_grace_secs = 5

@@ -20,8 +20,14 @@ pub struct Daemon {
 /// A config for a daemon talking to `mastodon` and the LLM at `llm_base`.
 pub fn daemon_config(state_dir: &Path, mastodon: &str, llm_base: &str, health_port: u16, extra: &str) -> String {
     let pipeline = if extra.contains("[search]") { "muse" } else { "baseline" };
+    // Hermetic: the default feeds are on the internet; a test that wants an index names its own.
+    let no_index = if extra.contains("[index]") {
+        ""
+    } else {
+        "[index]\nfeeds = []\n"
+    };
     format!(
-        r#"
+        r#"{no_index}
 [daemon]
 state_dir = "{}"
 shutdown_grace_secs = 5

@@ -123,7 +123,7 @@ impl ScriptedLlm {
     pub fn sequential_calls(&self) -> usize {
         let mut spans = std::mem::take(&mut *self.spans.lock().unwrap());
         spans.sort_by_key(|s| s.0);
-        let (mut chain, mut end) = (0, None);
+        let (mut chain, mut end): (usize, Option<std::time::Instant>) = (0, None);
         for (start, stop) in spans {
             match end {
                 Some(e) if start < e => end = Some(e.min(stop)),

@@ -185,6 +185,8 @@ fn add_fact_checks(evidence: &mut Vec<Evidence>, pages: &[crate::model::KeptPage
         } else {
             page.claim_reviews.iter().collect()
         };
+        // A check of another claim is no evidence about this one.
+        let reviews: Vec<&crate::model::ClaimReview> = reviews.into_iter().filter(|r| !r.other_claim).collect();
         if reviews.is_empty() {
             continue;
         }

@@ -49,6 +49,44 @@ fn day(d: Option<DateTime<Utc>>, lang: &str) -> String {
         .unwrap_or_else(|| crate::words::say(lang, "factcheck_undated", ()))
 }
 
+/// Names the professional fact-checks among the evidence (`reviews`: `Retrieval::cited_reviews`)
+/// in `draft`, in the bot's words: right after the verdict sentence (where a long explanation
+/// cut at `reply.max_parts` cannot lose it), or after the honest "could not verify" when the
+/// model gave no usable verdict (the check is still the best thing the asker can read; its
+/// review URL becomes the draft's one citable link). The verify stage calls it again on a
+/// revised or withdrawn draft, which is the model's or the bot's words only.
+pub fn name_in(draft: &mut crate::model::Draft, reviews: &[ClaimReview], post: &crate::model::Post) {
+    use crate::model::Outcome;
+    let lang = crate::words::language(post.language.as_deref());
+    let Some(sentence) = reply_sentence(reviews, post.created_at, lang) else {
+        return;
+    };
+    if draft.text.contains(&sentence) {
+        return;
+    }
+    match (draft.outcome, draft.verdict) {
+        (Outcome::Reply, Some(v)) => {
+            let own = crate::pipeline::verdict::sentence(v, lang);
+            let rest = draft
+                .text
+                .strip_prefix(own.as_str())
+                .unwrap_or(&draft.text)
+                .trim()
+                .to_string();
+            draft.text = format!("{own} {sentence} {rest}").trim_end().to_string();
+        }
+        (Outcome::Insufficient, _) => {
+            draft.text = format!("{} {sentence}", draft.text);
+            for r in reviews {
+                if !draft.urls.contains(&r.url) {
+                    draft.urls.push(r.url.clone());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The review as an evidence line the model and the agents read.
 pub fn evidence_line(r: &ClaimReview) -> String {
     format!(
@@ -117,6 +155,8 @@ mod tests {
             language: None,
             appearances: Vec::new(),
             source: ReviewSource::Markup,
+            claim_cosine: None,
+            other_claim: false,
         }
     }
 

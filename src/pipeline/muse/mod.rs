@@ -181,22 +181,7 @@ impl Muse {
         let agents = self.context_debate.map_or(0, |(a, _)| a);
         let image_context = context::for_reply(r, agents);
         let (mut draft, usage) = reply::run(self, &seen, &evidence, image_context).await?;
-        // A professional fact-check among the evidence is named, in the bot's words, right
-        // after the verdict sentence (where a long explanation cut at `reply.max_parts`
-        // cannot lose it).
-        if let (Outcome::Reply, Some(v)) = (draft.outcome, draft.verdict) {
-            let lang = crate::words::language(post.language.as_deref());
-            if let Some(sentence) = factcheck::reply_sentence(&r.cited_reviews(), post.created_at, lang) {
-                let own = crate::pipeline::verdict::sentence(v, lang);
-                let rest = draft
-                    .text
-                    .strip_prefix(own.as_str())
-                    .unwrap_or(&draft.text)
-                    .trim()
-                    .to_string();
-                draft.text = format!("{own} {sentence} {rest}").trim_end().to_string();
-            }
-        }
+        factcheck::name_in(&mut draft, &r.cited_reviews(), post);
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);
         Ok((draft, r.usage()))
     }

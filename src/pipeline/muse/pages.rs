@@ -53,7 +53,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         embeddings: r.images.iter().flatten().filter_map(|d| d.embedding.clone()).collect(),
     };
     let queries = r.queries.clone().unwrap_or_default();
-    let pages = read_pages(
+    let mut pages = read_pages(
         m,
         post,
         &queries,
@@ -64,6 +64,14 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         &mut tally,
     )
     .await?;
+    // A Fact Check Tools review names the URL it was published at; its page may have landed
+    // elsewhere (judged there): the review follows its page.
+    for (from, to) in &tally.redirects {
+        for review in r.fact_checks.iter_mut().filter(|f| &f.url == from) {
+            review.url = to.clone();
+        }
+    }
+    score_claims(m, post, &queries, &mut pages, &mut r.fact_checks).await?;
     if pages.is_empty() && tally.tried > 0 && tally.outages == tally.tried {
         return Err(PipelineError::Outage(format!(
             "every page fetch failed ({} pages: network, timeout or server errors)",
@@ -87,11 +95,53 @@ type Miss = (DropReason, bool);
 /// An extracted page and its main image's URL.
 type Read = (extract::Page, Option<String>);
 
-/// Pages tried, and how many of them failed for an outage.
+/// Pages tried, how many of them failed for an outage, and the redirects followed to a
+/// citable page (from, to).
 #[derive(Debug, Default)]
 struct Tally {
     tried: usize,
     outages: usize,
+    redirects: Vec<(String, String)>,
+}
+
+/// The claim each kept page's reviews (its markup's, or the API's for its URL) reviewed, scored
+/// against the post with the page's relevance model: below the threshold it is a check of
+/// another claim (`ClaimReview::other_claim`), never named and never evidence. A review without
+/// claim text is judged by its page alone.
+async fn score_claims(
+    m: &Muse,
+    post: &Post,
+    queries: &[String],
+    pages: &mut [KeptPage],
+    api: &mut [crate::model::ClaimReview],
+) -> Result<(), PipelineError> {
+    let urls: Vec<String> = pages.iter().map(|p| p.url.clone()).collect();
+    let mut reviews: Vec<&mut crate::model::ClaimReview> = pages
+        .iter_mut()
+        .flat_map(|p| p.claim_reviews.iter_mut())
+        .chain(api.iter_mut().filter(|r| urls.contains(&r.url)))
+        .filter(|r| !r.claim.trim().is_empty())
+        .collect();
+    if reviews.is_empty() {
+        return Ok(());
+    }
+    let post_text = strip_urls(&post.text);
+    let scale = Scale::for_post(m, post, &post_text, queries);
+    let mut texts = vec![post_text];
+    texts.extend(reviews.iter().map(|r| r.claim.clone()));
+    let vectors = embed(&scale.embedder, texts).await?;
+    let (post_vec, claims) = vectors
+        .split_first()
+        .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
+    for (review, vector) in reviews.iter_mut().zip(claims) {
+        let cosine = relevance::cosine(post_vec, vector);
+        review.claim_cosine = Some(cosine);
+        review.other_claim = cosine < scale.threshold;
+        if review.other_claim {
+            tracing::info!(url = %review.url, publisher = %review.publisher, cosine, "fact-check of another claim: not named");
+        }
+    }
+    Ok(())
 }
 
 /// Reads candidates tier first (search order within a tier) in waves, until
@@ -172,8 +222,9 @@ async fn fetch_wave(
     dropped: &mut Vec<Dropped>,
     tally: &mut Tally,
 ) -> Vec<(Candidate, extract::Page, Option<String>)> {
-    let fetched: Vec<(Candidate, Result<Read, Miss>)> = stream::iter(wave)
+    let fetched: Vec<(String, Candidate, Result<Read, Miss>)> = stream::iter(wave)
         .map(|mut c| async move {
+            let asked = c.url.clone();
             let page = match m.fetcher.fetch(&c.url).await {
                 Ok(f) if f.url.as_str() != c.url => match m.citable(f.url.as_str()) {
                     // Judged where it landed: the page is cited at its final URL, at that
@@ -191,14 +242,17 @@ async fn fetch_wave(
                 Err(e) if e.reason() == "blocked" => Err((DropReason::Blocked(e.to_string()), false)),
                 Err(e) => Err((DropReason::Unreachable(e.to_string()), e.is_outage())),
             };
-            (c, page)
+            (asked, c, page)
         })
         .buffered(FETCH_PARALLEL)
         .collect()
         .await;
     let mut readable = Vec::new();
-    for (c, page) in fetched {
+    for (asked, c, page) in fetched {
         tally.tried += 1;
+        if asked != c.url {
+            tally.redirects.push((asked, c.url.clone()));
+        }
         match page {
             Ok((p, main)) => readable.push((c, p, main)),
             Err((reason, outage)) => {
