@@ -76,7 +76,10 @@ async fn main() {
         ..IndexConfig::default()
     };
     let batch = config.items_per_feed;
-    println!("settings: shipped [index] defaults (items_per_feed = {batch}, one commit per batch); max_items raised to {} when ITEMS exceeds the default", config.max_items);
+    println!(
+        "settings: shipped [index] defaults (items_per_feed = {batch}, one commit per batch; max_items = {}: the default, or ITEMS when larger)",
+        config.max_items
+    );
 
     // 1. ITEMS items, committed in feed-sized batches.
     let tmp = tempfile::tempdir().unwrap();
