@@ -79,8 +79,15 @@ def thread(pds, accts, uri, seconds=180):
     bot_did = a["musebot"]["did"]
     deadline = time.time() + float(seconds)
     while True:
-        t = xrpc(pds, "app.bsky.feed.getPostThread", jwt=a["alice"]["jwt"],
-                 params={"uri": uri, "depth": 10, "parentHeight": 5})["thread"]
+        try:
+            t = xrpc(pds, "app.bsky.feed.getPostThread", jwt=a["alice"]["jwt"],
+                     params={"uri": uri, "depth": 10, "parentHeight": 5})["thread"]
+        except SystemExit as e:
+            # The AppView indexes a new post a moment after the PDS takes it.
+            if "NotFound" in str(e) and time.time() < deadline:
+                time.sleep(1)
+                continue
+            raise
         if any(r["post"]["author"]["did"] == bot_did for r in t.get("replies", [])) or time.time() > deadline:
             break
         time.sleep(1)

