@@ -96,6 +96,7 @@ async fn main() {
         refresher
             .add(&Item {
                 url: &url,
+                link: &url,
                 title: &title,
                 text: &text,
                 claims: Vec::new(),

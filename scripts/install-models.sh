@@ -15,6 +15,8 @@
 #
 #   scripts/install-models.sh DIR [VENV]
 set -euo pipefail
+# Readable by the service's user whatever umask sudo passed on.
+umask 022
 DIR=${1:?usage: install-models.sh DIR [VENV]}
 SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 ORT_PIN="onnxruntime==1.32.0"

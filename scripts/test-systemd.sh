@@ -47,7 +47,11 @@ if [[ "$(cat "$BASE/.musebot-rootfs" 2>/dev/null)" != "$ROOTFS" ]]; then
 fi
 # nspawn keeps its propagation folder on a tmpfs (this host's /run is not one).
 mkdir -p /run/systemd/nspawn
-mountpoint -q /run/systemd/nspawn || mount -t tmpfs tmpfs /run/systemd/nspawn
+MOUNTED=""
+if ! mountpoint -q /run/systemd/nspawn; then
+    mount -t tmpfs tmpfs /run/systemd/nspawn
+    MOUNTED=1
+fi
 
 WORK=$(mktemp -d)
 ROOT="$WORK/root"
@@ -63,6 +67,7 @@ cleanup() {
     fi
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     rm -rf "$WORK"
+    if [[ -n "$MOUNTED" ]]; then umount /run/systemd/nspawn 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 cp -a "$BASE" "$ROOT"
@@ -101,7 +106,11 @@ systemd-nspawn -D "$ROOT" --register=no --keep-unit --boot --console=passive -M 
     >"$WORK/nspawn.log" 2>&1 </dev/null &
 NSPAWN=$!
 for _ in $(seq 1 100); do
-    LEADER=$(pgrep -P "$NSPAWN" | head -1 || true)
+    # The container's PID 1 (nspawn's short-lived helper children are not).
+    LEADER=""
+    for child in $(pgrep -P "$NSPAWN" || true); do
+        [[ "$(cat "/proc/$child/comm" 2>/dev/null)" == systemd ]] && LEADER=$child
+    done
     [[ -n "$LEADER" ]] && break
     sleep 0.1
 done
@@ -167,7 +176,7 @@ done
 
 # 2. OCR under the unit's sandboxing: the same [Service] settings, another command.
 inside install -o musebot -g musebot -m 0600 /root/notice.jpg /var/lib/musebot/notice.jpg
-sed -e 's|^Type=exec|Type=oneshot|' -e '/^Restart/d' \
+sed -e 's|^Type=exec|Type=oneshot\nTimeoutStartSec=180|' -e '/^Restart/d' \
     -e 's|^ExecStart=.*|ExecStart=/usr/bin/musebot check --config /etc/musebot/check.toml --image /var/lib/musebot/notice.jpg "Seen at a restaurant"|' \
     "$ROOT/usr/lib/systemd/system/musebot.service" >"$ROOT/etc/systemd/system/musebot-ocr.service"
 inside systemctl daemon-reload

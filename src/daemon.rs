@@ -91,9 +91,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     if config.daemon.pipeline == crate::config::PipelineMode::Muse && config.index.enabled() {
         // The index's one writer, opened before the pipeline's reader (which it creates).
         let dir = config.index.dir(&config.daemon.state_dir);
-        let refresher =
-            crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, Some(metrics.clone()))?;
-        background.spawn(refresher.run(shutdown.clone()));
+        // Optional: a bot that cannot keep its index still answers (from the web backends).
+        match crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, Some(metrics.clone())) {
+            Ok(refresher) => {
+                background.spawn(refresher.run(shutdown.clone()));
+            }
+            Err(e) => tracing::error!(error = %format!("{e:#}"), "the evidence index is not refreshed"),
+        }
     }
     let pipeline = crate::pipeline::build(&config, Some(store.clone()), Some(metrics.clone()), None)?;
     let prompts = pipeline.prompts.clone();

@@ -459,18 +459,7 @@ test_resolve = ["{HOST}={addr}"]
     let posted = daemon
         .wait_for_replies(&mock, Duration::from_secs(120), |s| !s.is_empty())
         .await;
-    // The thread without its " (i/n)" numbering, for sentences that span two parts.
-    let reply: String = posted
-        .iter()
-        .map(|p| {
-            let t = text_of(p);
-            match t.rfind(" (") {
-                Some(i) if t.ends_with(')') && t[i + 2..t.len() - 1].contains('/') => t[..i].to_string(),
-                _ => t,
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let reply = thread_text(&posted);
     let log = daemon.log_text();
     assert!(reply.contains("This post is false."), "{reply}\n{log}");
     assert!(

@@ -810,18 +810,7 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
         dir: _dir,
         ..
     } = ask(&extra, &web.post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
-    // The thread without its " (i/n)" numbering, for sentences that span two parts.
-    let reply: String = posted
-        .iter()
-        .map(|p| {
-            let t = text_of(p);
-            match t.rfind(" (") {
-                Some(i) if t.ends_with(')') && t[i + 2..t.len() - 1].contains('/') => t[..i].to_string(),
-                _ => t,
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let reply = thread_text(&posted);
     let log = daemon.log_text();
     assert!(reply.starts_with("@bob This post is misleading."), "{reply}\n{log}");
     assert!(

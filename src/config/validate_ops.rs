@@ -212,6 +212,13 @@ pub(super) fn index(c: &Config, p: &mut Problems) {
             "use at least 60 seconds (1800 is the default; feeds change a few times a day)",
         );
     }
+    if x.max_age_days > 36_500 {
+        p.bad(
+            "index.max_age_days",
+            format!("is {}", x.max_age_days),
+            "use at most 36500 days, or 0 for no age limit (730 is the default)",
+        );
+    }
     for (key, value, fix) in [
         (
             "index.items_per_feed",

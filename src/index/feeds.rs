@@ -20,12 +20,18 @@ pub struct Item {
 pub fn items(body: &[u8], feed_url: &Url) -> Result<Vec<Item>, String> {
     let feed = feed_rs::parser::parse(body).map_err(|e| format!("not a feed: {e}"))?;
     let mut out: Vec<Item> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for entry in feed.entries {
         let link = entry
             .links
             .iter()
             .find(|l| l.rel.as_deref().is_none_or(|r| r == "alternate"))
-            .or_else(|| entry.links.first())
+            .or_else(|| {
+                entry
+                    .links
+                    .iter()
+                    .find(|l| !matches!(l.rel.as_deref(), Some("self" | "enclosure" | "edit" | "replies")))
+            })
             .map(|l| l.href.clone())
             // RSS items may carry only a <guid isPermaLink="true">.
             .or_else(|| entry.id.starts_with("http").then(|| entry.id.clone()));
@@ -36,7 +42,7 @@ pub fn items(body: &[u8], feed_url: &Url) -> Result<Vec<Item>, String> {
             continue;
         }
         let url = url.to_string();
-        if out.iter().any(|i| i.url == url) {
+        if !seen.insert(url.clone()) {
             continue;
         }
         let summary = entry

@@ -7,7 +7,9 @@
 //! tantivy's traps, and how each is handled:
 //! - **one writer**: only [`refresh::Refresher`] opens an `IndexWriter` (the daemon's one task,
 //!   or `musebot index refresh`); tantivy's lock file refuses a second one, which is reported
-//!   as "another musebot is refreshing this index". Searches use readers, which need no lock.
+//!   as "another musebot is refreshing this index". Searches use readers: they take tantivy's
+//!   meta lock only for the moment a reload reads `meta.json` (each search reloads first, so an
+//!   item committed a moment ago is found).
 //! - **batched commits**: one commit per feed read (never per item), carrying the feeds'
 //!   validators (ETag, Last-Modified) as its payload, so what the index holds and what the
 //!   conditional GETs claim to hold change together.
@@ -114,6 +116,8 @@ pub struct Found {
 #[derive(Debug, Clone)]
 pub struct Item<'a> {
     pub url: &'a str,
+    /// The link the feed gave (before redirects).
+    pub link: &'a str,
     pub title: &'a str,
     pub text: &'a str,
     pub claims: Vec<&'a str>,
@@ -126,6 +130,9 @@ pub struct Item<'a> {
 pub(crate) struct Fields {
     /// Where the item's page landed (after redirects): what a reply would cite.
     pub url: Field,
+    /// The feed's link to it, before redirects (so a feed of redirecting links is not read
+    /// again at every refresh).
+    pub link: Field,
     pub title: Field,
     pub body: Field,
     /// The claims its `ClaimReview` markup reviews.
@@ -141,6 +148,7 @@ fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let fields = Fields {
         url: b.add_text_field("url", STRING | STORED),
+        link: b.add_text_field("link", STRING),
         title: b.add_text_field("title", TEXT | STORED),
         body: b.add_text_field("body", TEXT | STORED),
         claim: b.add_text_field("claim", TEXT | STORED),
@@ -188,8 +196,9 @@ impl EvidenceIndex {
         })
     }
 
-    /// Opens the index in `dir` for searching only: `None` when none was made there yet
-    /// (nothing is created; `musebot check` must not need a writable state folder).
+    /// Opens the index in `dir` for searching only: `None` when none was made there yet (no
+    /// folder is created for it). Reading takes tantivy's meta lock file in the folder, so a
+    /// user who cannot write there gets an error (the pipeline then leaves the index out).
     pub fn open_existing(dir: &Path) -> Result<Option<EvidenceIndex>, IndexError> {
         if !dir.join("meta.json").exists() {
             return Ok(None);
@@ -210,10 +219,15 @@ impl EvidenceIndex {
         self.len() == 0
     }
 
-    /// Whether an item's page `url` is held.
+    /// Whether an item is held whose page landed at `url` or whose feed linked to it (deleted
+    /// items do not count: a count query, not the term's document frequency, which keeps
+    /// them until a merge).
     pub fn contains(&self, url: &str) -> bool {
-        let term = Term::from_field_text(self.fields.url, url);
-        self.reader.searcher().doc_freq(&term).is_ok_and(|n| n > 0)
+        let searcher = self.reader.searcher();
+        [self.fields.url, self.fields.link].into_iter().any(|field| {
+            let query = TermQuery::new(Term::from_field_text(field, url), IndexRecordOption::Basic);
+            searcher.search(&query, &tantivy::collector::Count).is_ok_and(|n| n > 0)
+        })
     }
 
     /// Sees the latest commit now (the refresher, after its own commits).
@@ -290,6 +304,7 @@ mod tests {
     fn item<'a>(url: &'a str, title: &'a str, text: &'a str, claims: Vec<&'a str>, day: &str) -> Item<'a> {
         Item {
             url,
+            link: url,
             title,
             text,
             claims,

@@ -220,8 +220,15 @@ impl Refresher {
         report.outcome = FeedOutcome::Read { items: items.len() };
         let mut outage = false;
         let mut added_now = HashSet::new();
-        for item in items.iter().take(self.config.items_per_feed) {
-            if self.index.contains(&item.url) || added_now.contains(&item.url) {
+        // The newest items not held yet (an item held is skipped without counting, so a busy
+        // feed's 21st new item is read too, up to `items_per_feed` new ones).
+        let new: Vec<&feeds::Item> = items
+            .iter()
+            .filter(|i| !self.index.contains(&i.url))
+            .take(self.config.items_per_feed)
+            .collect();
+        for item in new {
+            if added_now.contains(&item.url) {
                 continue;
             }
             let page = match self.fetcher.fetch(&item.url).await {
@@ -236,7 +243,24 @@ impl Refresher {
             if url != item.url && (self.index.contains(&url) || added_now.contains(&url)) {
                 continue;
             }
-            let read = crate::extract::extract(&page.html, Some(&url));
+            // Untrusted HTML: the pages' bounded extraction (nesting bound, its own big-stack
+            // thread, a time budget), off the async workers.
+            let (html, at) = (page.html, url.clone());
+            let read = match tokio::task::spawn_blocking(move || {
+                crate::extract::extract_bounded(html, Some(at), crate::extract::EXTRACT_BUDGET)
+            })
+            .await
+            {
+                Ok(Ok(read)) => read,
+                Ok(Err(e)) => {
+                    report.skipped.push((item.url.clone(), format!("unreadable: {e}")));
+                    continue;
+                }
+                Err(e) => {
+                    report.skipped.push((item.url.clone(), format!("unreadable: {e}")));
+                    continue;
+                }
+            };
             let text = if read.word_count >= MIN_PAGE_WORDS {
                 read.text
             } else {
@@ -248,6 +272,7 @@ impl Refresher {
             }
             let entry = super::Item {
                 url: &url,
+                link: &item.url,
                 title: read.title.as_deref().unwrap_or(&item.title),
                 text: &text,
                 claims: read.claim_reviews.iter().map(|r| r.claim.as_str()).collect(),
@@ -267,8 +292,14 @@ impl Refresher {
             validators: if outage { known.validators } else { validators },
             last_read: Some(Utc::now().to_rfc3339()),
         };
-        self.states.insert(feed.to_string(), state);
+        let before = self.states.insert(feed.to_string(), state);
         if let Err(e) = tokio::task::block_in_place(|| self.commit()) {
+            // Its items were not kept: neither are the validators that would hide them.
+            let _ = self.writer.rollback();
+            match before {
+                Some(old) => self.states.insert(feed.to_string(), old),
+                None => self.states.remove(feed),
+            };
             report.outcome = FeedOutcome::Failed(format!("commit failed: {e}"));
         }
         report
@@ -279,6 +310,7 @@ impl Refresher {
         let f = self.index.fields;
         let mut doc = TantivyDocument::default();
         doc.add_text(f.url, item.url);
+        doc.add_text(f.link, item.link);
         doc.add_text(f.title, item.title);
         doc.add_text(f.body, item.text.chars().take(MAX_TEXT_CHARS).collect::<String>());
         doc.add_text(f.claim, item.claims.join("\n"));
@@ -317,7 +349,7 @@ impl Refresher {
         held.sort_by_key(|(added, _)| *added);
         let cutoff = match self.config.max_age_days {
             0 => i64::MIN,
-            days => now - days as i64 * 86_400,
+            days => now.saturating_sub((days as i64).saturating_mul(86_400)),
         };
         let over = held.len().saturating_sub(self.config.max_items);
         let mut doomed = 0;

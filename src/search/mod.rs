@@ -221,18 +221,23 @@ impl Searcher {
             return Err(SearchError::NoBackend);
         }
         let mut last = None;
+        let mut index_empty = false;
         for backend in &self.backends {
             let kind = backend.config.kind;
             if kind == BackendKind::Index {
                 match self.search_index(query, before).await {
-                    // An empty index answer passes to no one: it is the last word.
-                    Ok(hits) => return Ok(hits),
+                    Ok(hits) if !hits.is_empty() => return Ok(hits),
+                    // The index holds only what a few feeds published: finding nothing there
+                    // is no answer, so the next backend is asked — and after a web backend's
+                    // failure it leaves that failure standing (an outage, retried later, not
+                    // "nothing found").
+                    Ok(_) => index_empty = true,
                     Err(e) => {
                         tracing::warn!(backend = "index", error = %e, "search backend failed; trying the next");
                         last = Some(e);
-                        continue;
                     }
                 }
+                continue;
             }
             let cache_key = format!(
                 "{}|{}|{}|{}",
@@ -284,7 +289,12 @@ impl Searcher {
                 }
             }
         }
-        Err(SearchError::AllFailed(Box::new(last.expect("at least one backend"))))
+        match last {
+            Some(e) => Err(SearchError::AllFailed(Box::new(e))),
+            // Only the index answered, and with nothing.
+            None if index_empty => Ok(Vec::new()),
+            None => Err(SearchError::NoBackend),
+        }
     }
 
     /// The evidence index's answer (not cached: it is local and changes with every refresh).
@@ -377,4 +387,71 @@ pub(crate) fn client(config: &SearchConfig) -> reqwest::Client {
         .timeout(Duration::from_secs(config.timeout_secs))
         .build()
         .expect("static client config")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::refresh::Refresher;
+
+    /// The index after a web backend: its hits stand in for a failed web search, but finding
+    /// nothing there leaves the failure standing (an outage, retried later — not "nothing
+    /// found"); an empty index listed first passes to the next backend.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_index_answers_for_a_failed_web_search_but_never_hides_the_outage() {
+        let dir = tempfile::tempdir().unwrap();
+        let index_config = crate::index::IndexConfig::default();
+        let mut writer =
+            Refresher::open(&index_config, dir.path(), &crate::fetch::FetchConfig::default(), None).unwrap();
+        let web = BackendConfig {
+            kind: BackendKind::Searxng,
+            // Nothing listens on the discard port: a network failure.
+            base_url: "http://127.0.0.1:9".into(),
+            api_key_env: String::new(),
+            api_key_file: String::new(),
+            cx: String::new(),
+        };
+        let config = SearchConfig {
+            backends: vec![web.clone()],
+            max_retries: 0,
+            timeout_secs: 2,
+            ..SearchConfig::default()
+        };
+        let open = || {
+            Some(std::sync::Arc::new(
+                crate::index::EvidenceIndex::open(dir.path()).unwrap(),
+            ))
+        };
+        let searcher = Searcher::new(&config, None).unwrap().with_index(open());
+        let err = searcher.search("great wall moon", None, None).await.unwrap_err();
+        assert!(matches!(err, SearchError::AllFailed(_)), "{err}");
+        writer
+            .add(&crate::index::Item {
+                url: "https://checker.example/wall",
+                link: "https://checker.example/wall",
+                title: "The Great Wall is not visible from the Moon",
+                text: "Astronauts say no structure can be seen from the Moon.",
+                claims: vec![],
+                published: None,
+                feed: "https://checker.example/feed",
+            })
+            .unwrap();
+        writer.commit().unwrap();
+        let hits = searcher.search("great wall moon", None, None).await.unwrap();
+        assert_eq!(hits[0].url, "https://checker.example/wall");
+        // Listed first and finding nothing: the web backend is asked (and fails here).
+        let first = SearchConfig {
+            backends: vec![
+                BackendConfig {
+                    kind: BackendKind::Index,
+                    ..web.clone()
+                },
+                web,
+            ],
+            ..config
+        };
+        let searcher = Searcher::new(&first, None).unwrap().with_index(open());
+        assert!(searcher.search("zzzz unrelated", None, None).await.is_err());
+        assert_eq!(searcher.search("great wall", None, None).await.unwrap().len(), 1);
+    }
 }

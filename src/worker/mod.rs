@@ -322,7 +322,8 @@ impl Run<'_> {
                     );
                     found.sort();
                     found.dedup();
-                    let named = if draft.outcome == Outcome::Reply {
+                    // Named in the reply, or after the honest "could not verify".
+                    let named = if matches!(draft.outcome, Outcome::Reply | Outcome::Insufficient) {
                         r.cited_reviews().len()
                     } else {
                         0

@@ -337,3 +337,19 @@ impl Drop for MockMastodon {
 pub fn text_of(status: &Value) -> String {
     musebot::platform::mastodon::text::html_to_text(status["content"].as_str().unwrap_or(""))
 }
+
+/// A reply thread's text, its parts joined without their " (i/n)" numbering (for sentences
+/// that span two parts).
+pub fn thread_text(posted: &[Value]) -> String {
+    posted
+        .iter()
+        .map(|p| {
+            let t = text_of(p);
+            match t.rfind(" (") {
+                Some(i) if t.ends_with(')') && t[i + 2..t.len() - 1].contains('/') => t[..i].to_string(),
+                _ => t,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

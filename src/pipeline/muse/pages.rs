@@ -107,7 +107,9 @@ struct Tally {
 /// The claim each kept page's reviews (its markup's, or the API's for its URL) reviewed, scored
 /// against the post with the page's relevance model: below the threshold it is a check of
 /// another claim (`ClaimReview::other_claim`), never named and never evidence. A review without
-/// claim text is judged by its page alone.
+/// claim text, or on a page kept because its main image is the post's picture (a check of that
+/// picture, whatever the post's words), is judged by its page alone. The post is read as the
+/// pages are: its text and its images' descriptions.
 async fn score_claims(
     m: &Muse,
     post: &Post,
@@ -115,9 +117,10 @@ async fn score_claims(
     pages: &mut [KeptPage],
     api: &mut [crate::model::ClaimReview],
 ) -> Result<(), PipelineError> {
+    let pages: Vec<&mut KeptPage> = pages.iter_mut().filter(|p| p.image_match.is_none()).collect();
     let urls: Vec<String> = pages.iter().map(|p| p.url.clone()).collect();
     let mut reviews: Vec<&mut crate::model::ClaimReview> = pages
-        .iter_mut()
+        .into_iter()
         .flat_map(|p| p.claim_reviews.iter_mut())
         .chain(api.iter_mut().filter(|r| urls.contains(&r.url)))
         .filter(|r| !r.claim.trim().is_empty())
@@ -125,7 +128,11 @@ async fn score_claims(
     if reviews.is_empty() {
         return Ok(());
     }
-    let post_text = strip_urls(&post.text);
+    let mut post_text = strip_urls(&post.text);
+    for alt in post.media.iter().filter_map(|x| x.alt.as_deref()) {
+        post_text.push('\n');
+        post_text.push_str(alt);
+    }
     let scale = Scale::for_post(m, post, &post_text, queries);
     let mut texts = vec![post_text];
     texts.extend(reviews.iter().map(|r| r.claim.clone()));
