@@ -16,6 +16,8 @@
 //! - **no writer left open after a crash**: a commit replaces `meta.json` atomically, so a
 //!   `kill -9` leaves the last commit; the writer lock is an OS file lock, released with the
 //!   process; files of an unfinished commit are deleted by the next writer's garbage collection.
+//! - **a new schema or tantivy format**: the writer empties an index it cannot read (it is
+//!   only a cache of the feeds) and the next refresh reads the feeds again.
 
 pub mod feeds;
 pub mod refresh;
@@ -175,6 +177,17 @@ pub struct EvidenceIndex {
 impl EvidenceIndex {
     /// Opens the index in `dir`, creating the folder and an empty index when there is none.
     pub fn open(dir: &Path) -> Result<EvidenceIndex, IndexError> {
+        Self::open_with(dir, false)
+    }
+
+    /// [`EvidenceIndex::open`] for the writer: an index of another schema or tantivy format
+    /// (made by an older musebot) is only a cache of the feeds, so it is emptied and made
+    /// anew — the next refresh reads the feeds again — instead of refusing to start.
+    pub(crate) fn open_rebuilding(dir: &Path) -> Result<EvidenceIndex, IndexError> {
+        Self::open_with(dir, true)
+    }
+
+    fn open_with(dir: &Path, rebuild: bool) -> Result<EvidenceIndex, IndexError> {
         let fail = |reason: String| IndexError::Open {
             dir: dir.display().to_string(),
             reason,
@@ -182,7 +195,24 @@ impl EvidenceIndex {
         std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(e.to_string()))?;
-        let index = Index::open_or_create(directory, schema).map_err(|e| fail(e.to_string()))?;
+        let index = match Index::open_or_create(directory, schema.clone()) {
+            Ok(index) => index,
+            Err(
+                e @ (tantivy::TantivyError::SchemaError(_)
+                | tantivy::TantivyError::IncompatibleIndex(_)
+                | tantivy::TantivyError::DataCorruption(_)),
+            ) if rebuild && dir.join("meta.json").exists() => {
+                tracing::warn!(dir = %dir.display(), error = %e, "the evidence index is of another format; emptied, to be read again from the feeds");
+                for entry in std::fs::read_dir(dir).map_err(|e| fail(e.to_string()))?.flatten() {
+                    if entry.path().is_file() {
+                        std::fs::remove_file(entry.path()).map_err(|e| fail(e.to_string()))?;
+                    }
+                }
+                let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| fail(e.to_string()))?;
+                Index::open_or_create(directory, schema).map_err(|e| fail(e.to_string()))?
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::OnCommitWithDelay)
@@ -375,7 +405,26 @@ mod tests {
     }
 
     #[test]
-    fn a_second_writer_is_refused_by_name_and_readers_need_no_lock() {
+    fn the_writer_makes_anew_an_index_of_another_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut b = Schema::builder();
+            b.add_text_field("old", STRING | STORED);
+            let old = Index::create_in_dir(dir.path(), b.build()).unwrap();
+            let mut w: tantivy::IndexWriter = old.writer_with_num_threads(1, 15_000_000).unwrap();
+            w.commit().unwrap();
+        }
+        let read = EvidenceIndex::open_existing(dir.path()).err().unwrap().to_string();
+        assert!(read.contains("schema does not match"), "{read}");
+        let (config, fetch) = (IndexConfig::default(), crate::fetch::FetchConfig::default());
+        let w = Refresher::open(&config, dir.path(), &fetch, None).unwrap();
+        assert!(w.is_empty());
+        drop(w);
+        assert!(EvidenceIndex::open_existing(dir.path()).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_by_name_and_a_reader_creates_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let (config, fetch) = (IndexConfig::default(), crate::fetch::FetchConfig::default());
         let _first = Refresher::open(&config, dir.path(), &fetch, None).unwrap();

@@ -118,7 +118,7 @@ impl Refresher {
         fetch: &FetchConfig,
         metrics: Option<SharedMetrics>,
     ) -> anyhow::Result<Refresher> {
-        let index = EvidenceIndex::open(dir)?;
+        let index = EvidenceIndex::open_rebuilding(dir)?;
         let writer = index
             .index
             .writer_with_num_threads(1, WRITER_BYTES)
