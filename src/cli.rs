@@ -341,7 +341,10 @@ fn index_command(command: IndexCommand) -> ExitCode {
             let mut refresher = crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, None)?;
             let report = refresher.refresh().await;
             print!("{}", report.to_text());
-            if report.feeds.iter().all(|f| f.outcome.as_str() == "failed") {
+            let failed = |f: &crate::index::refresh::FeedReport| {
+                matches!(f.outcome, crate::index::refresh::FeedOutcome::Failed(_))
+            };
+            if report.feeds.iter().all(failed) {
                 anyhow::bail!("no feed answered");
             }
             Ok(())

@@ -7,6 +7,8 @@
 //! passages; a lexical prefilter (BM25 of the post's terms, [`lexical_top`]) picks the few worth
 //! embedding, so the model runs on a handful of passages per page instead of all of them. A page
 //! is scored by its best embedded passage; the best ones are what the evidence stage reads.
+//! A model file `musebot models install` recorded is loaded only with its recorded SHA-256
+//! (`crate::pins::verify`).
 
 use std::path::Path;
 use std::sync::Mutex;

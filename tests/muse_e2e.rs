@@ -55,13 +55,7 @@ fn scripted_muse(body: &Value) -> String {
             .to_string();
     }
     if system.contains("Quote passages") {
-        let page = block(user, "page");
-        let content = page.split("content:\n").nth(1).unwrap_or("");
-        let passages: Vec<&str> = content
-            .split("\n\n")
-            .map(str::trim)
-            .filter(|p| p.split_whitespace().count() >= 8)
-            .collect();
+        let passages = page_passages(user);
         let refute: Vec<String> = passages.iter().take(1).map(|p| first_words(p, 14)).collect();
         let mut context: Vec<String> = passages.iter().skip(1).take(1).map(|p| first_words(p, 12)).collect();
         context.push("NASA officials confirmed the Moon is made entirely of green cheese".into());

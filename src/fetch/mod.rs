@@ -2,7 +2,8 @@
 //! resolved and every address checked before a request, and the client's own DNS resolver
 //! refuses forbidden addresses again at connect time (DNS rebinding) — with redirects followed
 //! by hand (bounded, each re-checked), time and body-size caps, a content-type check, charset
-//! decoding, a per-host concurrency limit and an honest User-Agent.
+//! decoding, a per-host concurrency limit and an honest User-Agent. Feeds go through the same
+//! path as conditional GETs ([`feed`]).
 
 pub mod dns;
 pub mod feed;

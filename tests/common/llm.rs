@@ -155,3 +155,14 @@ pub fn evidence_urls(prompt: &str, n: usize) -> Vec<&str> {
         .take(n)
         .collect()
 }
+
+/// The passages (of 8 words or more) of the page an evidence prompt shows, in order.
+pub fn page_passages(prompt: &str) -> Vec<&str> {
+    let page = block(prompt, "page");
+    let content = page.split("content:\n").nth(1).unwrap_or("");
+    content
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| p.split_whitespace().count() >= 8)
+        .collect()
+}

@@ -1,6 +1,7 @@
 //! Professional fact-checks in the Muse pipeline (issue: evidence from fact-checkers): how a
 //! claim review reads as evidence ([`evidence_line`]) and how the reply names it
-//! ([`reply_sentence`]): who checked it, when, and their rating quoted verbatim (cut short,
+//! ([`reply_sentence`], put in place by [`name_in`] after the reply step and again after the
+//! verify stage): who checked it, when, and their rating quoted verbatim (cut short,
 //! quote marks and line breaks removed; the composer defuses any mention or link in it), after
 //! the bot's own verdict sentence; when the checks disagree, or one is older than a year before
 //! the post, the reply says so. Reviews come from pages' markup (`extract::claimreview`) and

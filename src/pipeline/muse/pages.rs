@@ -6,8 +6,9 @@
 //! keeps the best few, only those are embedded, and a page scores its best passage's cosine.
 //! For a post with images, a page whose main image is the post's picture ([`super::visual`]) is
 //! relevant whatever its text scores. A post not in English is scored by the multilingual
-//! model when one is configured ([`Scale`]). Fills `Retrieval::pages` (tier, then relevance);
-//! costs no LLM tokens.
+//! model when one is configured ([`Scale`]). The claim each kept page's fact-check reviewed is
+//! scored against the post too (a check of another claim is not named), and API reviews follow
+//! their page's redirect. Fills `Retrieval::pages` (tier, then relevance); costs no LLM tokens.
 
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
