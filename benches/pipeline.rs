@@ -111,6 +111,8 @@ async fn main() {
         factcheck: None,
         context_debate: None,
         blocked_domains: Vec::new(),
+        matcher: None,
+        claims: musebot::claims::ClaimsConfig::default(),
     };
     let tokenizer = tokenizers::Tokenizer::from_file(&sandbox["MUSEBOT_EMBED_TOKENIZER"]).unwrap();
     let mut tokenizer = tokenizer;

@@ -4,7 +4,8 @@
 # scripts/setup-try-model.sh) and the sandbox's own
 # small web (scripts/sandbox_web.py: an RSS feed of fact-checks and news pages written for the
 # sandbox, under reserved .example names), seeds the keyless evidence index from that feed
-# (`musebot index refresh`), runs the daemon with the Muse pipeline (queries, search in the
+# (`musebot index refresh`) and its fact-check corpus from the sandbox's published reviews
+# (`musebot index import scripts/sandbox-web/fact-checks.json`), runs the daemon with the Muse pipeline (queries, search in the
 # index, pages, relevance, evidence, a reply with references), posts a dubious claim as @alice
 # and a mention of @musebot under it as @bob, then prints the thread with the bot's reply.
 # Everything listens on 127.0.0.1 and stops when the script ends.
@@ -168,6 +169,7 @@ multilingual_model = "$MUSEBOT_EMBED_MODEL_MULTI"
 multilingual_tokenizer = "$MUSEBOT_EMBED_TOKENIZER_MULTI"
 [credibility]
 files = [{ path = "$WORK/sandbox-publishers.txt", format = "tier_list", tier = "high" }]
+fact_checkers = [{ domain = "factcheck.sandbox.example", name = "Sandbox Fact Check" }]
 [fetch]
 test_allow_addrs = ["127.0.0.1:$WEB_PORT"]
 test_resolve = ["factcheck.sandbox.example=127.0.0.1:$WEB_PORT", "news.sandbox.example=127.0.0.1:$WEB_PORT"]
@@ -176,6 +178,8 @@ TOML
 "$BIN" config check "$WORK/bot-config.toml" >&2
 echo "== seeding the evidence index from the sandbox's feed (musebot index refresh)" >&2
 "$BIN" index refresh --config "$WORK/bot-config.toml" >&2
+echo "== importing the sandbox's published fact-checks (musebot index import)" >&2
+"$BIN" index import scripts/sandbox-web/fact-checks.json --config "$WORK/bot-config.toml" >&2
 echo "== starting the musebot daemon (log: $WORK/daemon.log)" >&2
 MUSEBOT_MASTODON_TOKEN=try-musebot "$BIN" run --config "$WORK/bot-config.toml" >"$WORK/daemon.log" 2>&1 &
 pids+=($!)

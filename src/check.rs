@@ -294,8 +294,34 @@ impl CheckReport {
                     out.push_str(&format!("  ≈ context  \"{q}\" — {}\n", e.url));
                 }
             }
+            // Claim matching: each candidate of the fact-check corpus, its scores, what decided.
+            if let Some(matches) = r.matches.as_ref().filter(|m| !m.is_empty()) {
+                out.push_str(
+                    "claim matches (fact-check corpus):
+",
+                );
+                for m in matches {
+                    let fate = if m.decides {
+                        "DECIDES: the same claim, a fact-checker's page".to_string()
+                    } else if m.review.same_claim {
+                        format!("same claim, not used: {}", m.why_not.as_deref().unwrap_or("?"))
+                    } else {
+                        "another claim (below the same-claim threshold)".to_string()
+                    };
+                    out.push_str(&format!(
+                        "  score {:.3} cosine {} bm25 {:.2} — {} rated \"{}\" the claim \"{}\" — {} — {fate}\n",
+                        m.score,
+                        m.cosine.map_or("none".to_string(), |c| format!("{c:.3}")),
+                        m.bm25,
+                        m.review.fact_checker.as_deref().unwrap_or("(not a fact-checker)"),
+                        crate::model::rating::clean(&m.review.rating_text()),
+                        m.review.claim,
+                        m.review.url
+                    ));
+                }
+            }
             // Every professional fact-check found (API or a page's markup), and what became of it.
-            let cited = r.cited_reviews();
+            let cited = r.deciding_reviews();
             let mut reviews: Vec<&crate::model::ClaimReview> = r.fact_checks.iter().collect();
             reviews.extend(r.pages.iter().flatten().flat_map(|p| p.claim_reviews.iter()));
             if !reviews.is_empty() {
@@ -307,6 +333,13 @@ impl CheckReport {
                     }
                     let fate = if cited.iter().any(|x| x.url == c.url && x.publisher == c.publisher) {
                         "kept: named in the reply".to_string()
+                    } else if c.fact_checker.is_none() && !c.other_claim {
+                        "evidence only: not a fact-checker's page, so never named".to_string()
+                    } else if !c.same_claim && !c.other_claim {
+                        format!(
+                            "evidence only: below the same-claim threshold (cosine {:.2} with the post)",
+                            c.claim_cosine.unwrap_or_default()
+                        )
                     } else if c.other_claim {
                         format!(
                             "dropped: it reviews another claim (cosine {:.2} with the post)",

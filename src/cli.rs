@@ -141,6 +141,25 @@ pub enum IndexCommand {
         #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
         config: PathBuf,
     },
+    /// Load published fact-checks into the fact-check corpus (`[claims]`): a schema.org
+    /// DataFeed of ClaimReviews, a JSON array or JSONL of ClaimReview objects, the Fact Check
+    /// Tools API's answer, or CSV with named columns. Idempotent by review URL; says what it
+    /// imported, updated and skipped (and why). Exit 1 when nothing could be read.
+    Import {
+        file: PathBuf,
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+    /// Print the fact-checks whose claim best matches TEXT, with their scores, and which
+    /// would count as the same claim.
+    Match {
+        text: String,
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+        /// The text's language (ISO 639-1); default: detected.
+        #[arg(long)]
+        lang: Option<String>,
+    },
     /// Print the items a search query finds in the index.
     Search {
         query: String,
@@ -325,12 +344,20 @@ pub fn main() -> ExitCode {
 }
 
 fn index_command(command: IndexCommand) -> ExitCode {
-    let (IndexCommand::Refresh { config } | IndexCommand::Search { config, .. }) = &command;
+    let (IndexCommand::Refresh { config }
+    | IndexCommand::Search { config, .. }
+    | IndexCommand::Import { config, .. }
+    | IndexCommand::Match { config, .. }) = &command;
     let config = match Config::load(config) {
         Ok(c) => c,
         Err(e) => return config_failure(&e),
     };
     quiet_logs(&config.log);
+    match command {
+        IndexCommand::Import { file, .. } => return runtime(async move { claims_import(&config, &file) }),
+        IndexCommand::Match { text, lang, .. } => return runtime(async move { claims_match(&config, &text, lang) }),
+        _ => {}
+    }
     let dir = config.index.dir(&config.daemon.state_dir);
     if !config.index.enabled() {
         eprintln!("index.feeds: empty, so there is no index — list RSS or Atom feeds under [index] feeds");
@@ -364,7 +391,71 @@ fn index_command(command: IndexCommand) -> ExitCode {
             }
             Ok(())
         }),
+        IndexCommand::Import { .. } | IndexCommand::Match { .. } => unreachable!("handled above"),
     }
+}
+
+/// `musebot index import FILE`.
+fn claims_import(config: &Config, file: &std::path::Path) -> anyhow::Result<()> {
+    let dir = config.claims.dir(&config.daemon.state_dir);
+    let (english, multilingual, models) = crate::claims::load_models(&config.relevance)?;
+    let mut importer =
+        crate::claims::import::Importer::open(&dir, Some(english), multilingual, models, config.claims.max_reviews)?;
+    let format = tokio::task::block_in_place(|| crate::claims::import::import_file(file, &mut importer))
+        .map_err(anyhow::Error::msg)?;
+    let report = tokio::task::block_in_place(|| importer.finish())?;
+    println!("{}: read as {}", file.display(), format.as_str());
+    print!("{}", report.to_text());
+    if report.imported + report.updated + report.unchanged == 0 {
+        anyhow::bail!("no review could be read from {}", file.display());
+    }
+    Ok(())
+}
+
+/// `musebot index match TEXT`.
+fn claims_match(config: &Config, text: &str, lang: Option<String>) -> anyhow::Result<()> {
+    let dir = config.claims.dir(&config.daemon.state_dir);
+    let (english, multilingual, models) = crate::claims::load_models(&config.relevance)?;
+    let Some(matcher) =
+        crate::claims::matcher::Matcher::open(&dir, Some(english), multilingual, &models, &config.claims)?
+    else {
+        anyhow::bail!(
+            "no fact-check corpus in {} yet — run `musebot index import FILE`",
+            dir.display()
+        );
+    };
+    let lang = lang.or_else(|| crate::lang::detect(text).map(str::to_string));
+    let (space, found) =
+        tokio::task::block_in_place(|| matcher.find(text, lang.as_deref(), config.claims.candidates.max(1)))?;
+    let credibility = crate::credibility::load::build(&config.credibility)?;
+    println!(
+        "{} reviews held; matched in {:?} (same claim at cosine ≥ {:.2})",
+        matcher.corpus().len(),
+        space,
+        matcher.threshold(space)
+    );
+    for c in found {
+        let r = &c.entry.review;
+        let checker = credibility
+            .fact_checker(&r.url)
+            .map(|n| format!("fact-checker {n}"))
+            .unwrap_or_else(|| "not a fact-checker's page".into());
+        println!(
+            "- score {:.3} (cosine {}, bm25 {:.2}){} — {}
+  claim: {}
+  rated {:?} ({checker})
+  {}",
+            c.score,
+            c.cosine.map_or("none".to_string(), |x| format!("{x:.3}")),
+            c.bm25,
+            if c.same_claim { " SAME CLAIM" } else { "" },
+            c.entry.title,
+            r.claim,
+            crate::model::rating::clean(&r.rating),
+            r.url
+        );
+    }
+    Ok(())
 }
 
 /// One-shot commands log only warnings, so their output stays readable.

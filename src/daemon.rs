@@ -88,18 +88,37 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         });
     }
 
+    let mut refresher = None;
     if config.daemon.pipeline == crate::config::PipelineMode::Muse && config.index.enabled() {
         // The index's one writer, opened before the pipeline's reader (which it creates).
         let dir = config.index.dir(&config.daemon.state_dir);
         // Optional: a bot that cannot keep its index still answers (from the web backends).
         match crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, Some(metrics.clone())) {
-            Ok(refresher) => {
-                background.spawn(refresher.run(shutdown.clone()));
-            }
+            Ok(r) => refresher = Some(r),
             Err(e) => tracing::error!(error = %format!("{e:#}"), "the evidence index is not refreshed"),
         }
     }
     let pipeline = crate::pipeline::build(&config, Some(store.clone()), Some(metrics.clone()), None)?;
+    if let Some(mut r) = refresher {
+        // The feeds' reviews join the fact-check corpus, embedded with the pipeline's models.
+        if let (Some(m), true) = (&pipeline.muse, config.claims.enabled) {
+            r = r.with_claims(crate::index::refresh::ClaimsSink::new(
+                config.claims.dir(&config.daemon.state_dir),
+                m.embedder.clone(),
+                m.multilingual.clone(),
+                crate::claims::Models {
+                    model: crate::claims::model_id(&config.relevance.model),
+                    multilingual: if m.multilingual.is_some() {
+                        crate::claims::model_id(&config.relevance.multilingual_model)
+                    } else {
+                        String::new()
+                    },
+                },
+                config.claims.max_reviews,
+            ));
+        }
+        background.spawn(r.run(shutdown.clone()));
+    }
     let prompts = pipeline.prompts.clone();
 
     let mut platforms = Platforms::default();

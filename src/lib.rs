@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod body;
 pub mod check;
+pub mod claims;
 pub mod cli;
 pub mod compose;
 pub mod config;

@@ -84,6 +84,8 @@ pub struct Metrics {
     pub search_failures: Family<SearchFailureLabel, Counter>,
     pub verifications: Family<OutcomeLabel, Counter>,
     pub fact_checks: Family<OutcomeLabel, Counter>,
+    /// Fact-checks of the post's own claim found by claim matching that a reply rested on.
+    pub claim_matches: Counter,
     /// Reads of the evidence index's feeds by outcome, and the items it holds.
     pub feed_reads: Family<OutcomeLabel, Counter>,
     pub index_items: Gauge,
@@ -117,6 +119,7 @@ impl Metrics {
         let search_failures = Family::<SearchFailureLabel, Counter>::default();
         let verifications = Family::<OutcomeLabel, Counter>::default();
         let fact_checks = Family::<OutcomeLabel, Counter>::default();
+        let claim_matches = Counter::default();
         let feed_reads = Family::<OutcomeLabel, Counter>::default();
         let index_items = Gauge::default();
         registry.register(
@@ -165,6 +168,11 @@ impl Metrics {
             fact_checks.clone(),
         );
         registry.register(
+            "claim_matches",
+            "Fact-checks of the post's own claim, found by claim matching in the fact-check corpus, that a reply rested on",
+            claim_matches.clone(),
+        );
+        registry.register(
             "search_failures",
             "Failed search requests (after retries), by backend and kind",
             search_failures.clone(),
@@ -180,6 +188,7 @@ impl Metrics {
             search_failures,
             verifications,
             fact_checks,
+            claim_matches,
             feed_reads,
             index_items,
             budget_tokens,
@@ -266,6 +275,11 @@ impl Metrics {
                 })
                 .inc_by(n as u64);
         }
+    }
+
+    /// Matches of the fact-check corpus a reply rested on.
+    pub fn claim_matches_used(&self, n: usize) {
+        self.claim_matches.inc_by(n as u64);
     }
 
     /// One read of an index feed (`read`, `not_modified`, `failed`), and the items now held.

@@ -388,7 +388,7 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
         .collect();
     assert_eq!(
         steps,
-        ["resolve", "queries", "search", "pages", "evidence", "reply", "verify", "compose"]
+        ["resolve", "match", "queries", "search", "pages", "evidence", "reply", "verify", "compose"]
     );
 }
 
@@ -759,36 +759,49 @@ fn resolve_of(extra: &str, host: &str) -> String {
 
 /// Professional fact-checks end to end: one page carries `ClaimReview` markup (a `@graph`,
 /// the rating in words), another is known only to a scripted Fact Check Tools API (its real
-/// response format); both are read like any page, become evidence, and the reply — after the
-/// bot's own verdict sentence — names each fact-checker, their rating verbatim and the date,
-/// and cites both reviews.
+/// response format); both review the post's own claim, are read like any page, become
+/// evidence, and the reply — after the bot's own verdict sentence, mapped from their ratings —
+/// names each fact-checker by the credibility table's name for its page (the API says
+/// "Reuters Fact Check" for an AP page: it is AP's), their rating verbatim and the date, and
+/// cites both reviews. A third review, of another claim, on a fact-checker's page is evidence
+/// at most, never named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_professional_fact_check_is_named_with_its_rating() {
     use axum::routing::get;
     let Some(data) = shared() else { return };
     let probe = local_web(&data, Vec::new()).await;
     let text = probe.post_text.clone();
+    let claim = serde_json::to_string(&text.split_whitespace().take(30).collect::<Vec<_>>().join(" ")).unwrap();
     let article = |title: &str, markup: &str| {
         format!(
             "<html lang=\"en\"><head><title>{title}</title>{markup}</head><body><article><h1>{title}</h1><p>{text}</p><p>{}</p></article></body></html>",
             "Fact checkers traced the claim to a post that misread the trade figures. ".repeat(12)
         )
     };
-    let markup = r#"<script type="application/ld+json">{"@context":"https://schema.org","@graph":[{"@type":"WebPage"},
-        {"@type":"ClaimReview","url":"http://www.apnews.com/fact-check/trade-claim","claimReviewed":"China agreed to buy $50 billion a year",
-         "datePublished":"2019-11-20","author":{"@type":"Organization","name":"AP Fact Check"},
-         "reviewRating":{"@type":"Rating","ratingValue":1,"bestRating":5,"worstRating":1,"alternateName":"Misleading figure"}}]}</script>"#;
+    let markup = format!(
+        r#"<script type="application/ld+json">{{"@context":"https://schema.org","@graph":[{{"@type":"WebPage"}},
+        {{"@type":"ClaimReview","url":"http://www.apnews.com/fact-check/trade-claim","claimReviewed":{claim},
+         "datePublished":"2019-11-20","author":{{"@type":"Organization","name":"Someone Else"}},
+         "reviewRating":{{"@type":"Rating","ratingValue":1,"bestRating":5,"worstRating":1,"alternateName":"Misleading"}}}},
+        {{"@type":"ClaimReview","claimReviewed":"The Moon landing was staged in a film studio in 1969",
+         "datePublished":"2019-11-20","author":{{"@type":"Organization","name":"AP Fact Check"}},
+         "reviewRating":{{"@type":"Rating","alternateName":"True"}}}}]}}</script>"#
+    );
     let first = vec![
-        ("/fact-check/trade-claim".to_string(), article("AP Fact Check", markup)),
+        ("/fact-check/trade-claim".to_string(), article("AP Fact Check", &markup)),
         ("/fact-check/api-only".to_string(), article("Another check", "")),
     ];
     let web = local_web(&data, first).await;
+    let claim_api: String = serde_json::from_str(&claim).unwrap();
     let api = common::web::serve(axum::Router::new().route(
         "/v1alpha1/claims:search",
-        get(|| async {
-            axum::Json(serde_json::json!({"claims": [{"text": "China will buy $50 billion", "claimReview": [
+        get(move || {
+            let claim_api = claim_api.clone();
+            async move {
+            axum::Json(serde_json::json!({"claims": [{"text": claim_api, "claimReview": [
                 {"publisher": {"name": "Reuters Fact Check", "site": "reuters.com"}, "url": "http://www.apnews.com/fact-check/api-only",
                  "title": "Fact check", "reviewDate": "2019-11-21T00:00:00Z", "textualRating": "Missing context", "languageCode": "en"}]}]}))
+            }
         }),
     ))
     .await;
@@ -809,15 +822,20 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
     assert!(reply.starts_with("@bob This post is misleading."), "{reply}\n{log}");
     assert!(
         reply.contains(
-            "AP Fact Check rated it \"Misleading figure\" (2019-11-20): http://www.apnews.com/fact-check/trade-claim"
+            "AP Fact Check rated it \"Misleading\" (2019-11-20): http://www.apnews.com/fact-check/trade-claim"
         ),
         "{reply}\n{log}"
     );
     assert!(
         reply.contains(
-            "Reuters Fact Check rated it \"Missing context\" (2019-11-21): http://www.apnews.com/fact-check/api-only"
+            "AP Fact Check rated it \"Missing context\" (2019-11-21): http://www.apnews.com/fact-check/api-only"
         ),
-        "{reply}"
+        "named by the table, not by the API's publisher: {reply}"
+    );
+    assert!(!reply.contains("Reuters") && !reply.contains("Someone Else"), "{reply}");
+    assert!(
+        !reply.contains("rated it \"True\""),
+        "a check of another claim is not named: {reply}"
     );
     // The evidence the reply and the agents read says who checked what.
     let requests = llm.requests.lock().unwrap().clone();
@@ -838,7 +856,7 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
     );
     let metrics = daemon.http_get("/metrics").await;
     assert!(metrics.contains("fact_checks_total{outcome=\"named\"} 2"), "{metrics}");
-    assert!(metrics.contains("fact_checks_total{outcome=\"found\"} 2"), "{metrics}");
+    assert!(metrics.contains("fact_checks_total{outcome=\"found\"} 3"), "{metrics}");
     let _ = daemon.terminate(Duration::from_secs(10));
 }
 

@@ -35,6 +35,7 @@ pub struct Config {
     pub search: crate::search::SearchConfig,
     pub factcheck: crate::search::factcheck::FactCheckConfig,
     pub index: crate::index::IndexConfig,
+    pub claims: crate::claims::ClaimsConfig,
     pub fetch: crate::fetch::FetchConfig,
     pub relevance: crate::relevance::RelevanceConfig,
     pub credibility: crate::credibility::load::CredibilityConfig,

@@ -30,6 +30,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         fetch,
         search,
         ops::index,
+        ops::claims,
         relevance,
         credibility,
         mastodon,
@@ -366,6 +367,29 @@ fn credibility(c: &Config, p: &mut Problems) {
             format!("{cuts:?} is not descending within [0, 1]"),
             "write [high, medium, low], e.g. [0.90, 0.75, 0.60]",
         );
+    }
+    for (i, f) in c.credibility.fact_checkers.iter().enumerate() {
+        if crate::credibility::host_of(&format!("https://{}/", f.domain)).is_none() || f.domain.contains('/') {
+            p.bad(
+                &format!("credibility.fact_checkers[{i}].domain"),
+                format!("`{}` is not a host name", f.domain),
+                "write the site's host, e.g. \"factcheck.example.org\" (and its path apart, in path)",
+            );
+        }
+        if f.name.trim().is_empty() {
+            p.bad(
+                &format!("credibility.fact_checkers[{i}].name"),
+                "is empty".into(),
+                "write the name replies give it, e.g. \"Example Fact Check\"",
+            );
+        }
+        if !f.path.is_empty() && !f.path.starts_with('/') {
+            p.bad(
+                &format!("credibility.fact_checkers[{i}].path"),
+                format!("`{}` does not start with /", f.path),
+                "write the path its checks live under, e.g. \"/fact-check/\", or leave it empty",
+            );
+        }
     }
     for (i, f) in c.credibility.files.iter().enumerate() {
         if f.format == crate::credibility::load::FileFormat::TierList && f.tier.is_none() {

@@ -194,6 +194,37 @@ pub(super) fn moderation(c: &Config, p: &mut Problems) {
 }
 
 /// `[index]`: the feeds and the bounds of the evidence index.
+/// `[claims]`.
+pub(super) fn claims(c: &Config, p: &mut Problems) {
+    let x = &c.claims;
+    for (key, value) in [
+        ("claims.same_claim", x.same_claim),
+        ("claims.same_claim_multilingual", x.same_claim_multilingual),
+    ] {
+        if !(value > 0.0 && value <= 1.0) {
+            p.bad(
+                key,
+                format!("is {value}"),
+                "use a cosine in (0, 1]: the default is calibrated for the sandbox's models (cargo bench --bench claim_matching calibrates another)",
+            );
+        }
+    }
+    if x.candidates == 0 || x.candidates > 100 {
+        p.bad(
+            "claims.candidates",
+            format!("is {}", x.candidates),
+            "use 1 to 100 (5 is the default)",
+        );
+    }
+    if x.max_reviews == 0 {
+        p.bad(
+            "claims.max_reviews",
+            "is 0".into(),
+            "use at least 1 (500000 is the default)",
+        );
+    }
+}
+
 pub(super) fn index(c: &Config, p: &mut Problems) {
     let x = &c.index;
     for (i, feed) in x.feeds.iter().enumerate() {

@@ -21,6 +21,9 @@ pub struct CredibilityConfig {
     pub pc1_cuts: [f64; 3],
     /// Admit publishers no source rates, at the low tier (Muse excludes them).
     pub include_unknown: bool,
+    /// Fact-checkers beyond the built-in table (`{ domain, path, name }`): a review read from
+    /// their pages is named by this name. Their pages must also be credible to be read.
+    pub fact_checkers: Vec<super::factcheckers::FactChecker>,
 }
 
 impl Default for CredibilityConfig {
@@ -29,6 +32,7 @@ impl Default for CredibilityConfig {
             files: Vec::new(),
             pc1_cuts: [0.90, 0.75, 0.60],
             include_unknown: false,
+            fact_checkers: Vec::new(),
         }
     }
 }
@@ -70,6 +74,9 @@ pub struct LoadStats {
 pub fn build(config: &CredibilityConfig) -> Result<Credibility, LoadError> {
     let mut c = Credibility::builtin();
     c.unknown_tier = config.include_unknown.then_some(Tier::Low);
+    for f in &config.fact_checkers {
+        c.fact_checkers.add(f.clone());
+    }
     for (i, file) in config.files.iter().enumerate() {
         let key = format!("credibility.files[{i}]");
         let stats = load_file(&mut c, file, config.pc1_cuts, &key)?;

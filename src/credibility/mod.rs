@@ -6,6 +6,7 @@
 
 pub mod beyond_english;
 pub mod builtin;
+pub mod factcheckers;
 pub mod load;
 
 use std::collections::HashMap;
@@ -143,6 +144,8 @@ pub struct Credibility {
     ratings: HashMap<String, (Rating, String)>,
     /// Unknown publishers: excluded (`None`, the default) or admitted at this tier.
     pub unknown_tier: Option<Tier>,
+    /// Who is a fact-checker, and by what name a reply names them.
+    pub fact_checkers: factcheckers::FactCheckers,
 }
 
 impl Credibility {
@@ -155,7 +158,14 @@ impl Credibility {
         for (domain, f, b, _, _) in beyond_english::TABLE {
             c.insert(domain, Rating::Mbfc(*f, *b), "built-in");
         }
+        c.fact_checkers = factcheckers::FactCheckers::builtin();
         c
+    }
+
+    /// The fact-checker whose page `url` is, by the table's name ([`factcheckers`]); `None`
+    /// for every other page, however credible.
+    pub fn fact_checker(&self, url: &str) -> Option<&str> {
+        self.fact_checkers.of(url)
     }
 
     pub fn insert(&mut self, domain: &str, rating: Rating, source: &str) {

@@ -333,6 +333,7 @@ async fn run_one(shared: &Shared, post: &EvalPost, n: usize) -> PostResult {
         .collect();
     let mut evidence: HashSet<String> = result.evidence.iter().map(|e| e.url.clone()).collect();
     evidence.extend(retrieval.cited_reviews().into_iter().map(|r| r.url));
+    evidence.extend(retrieval.deciding_reviews().into_iter().map(|r| r.url));
     let (links, pages) = check_links(&shared.fetcher, &result.parts.join("\n"), &evidence).await;
     result.quotes = figures::check_quotes(&draft.text, &pages);
     result.links = links;

@@ -126,6 +126,103 @@ pub fn date(v: Option<&Value>) -> Option<DateTime<Utc>> {
         })
 }
 
+/// One `ClaimReview` object as a dump or a feed gives it, away from any page: its own `url` is
+/// the review's (absolute http(s), else none), with its headline (`name`, `headline`). `None`
+/// for an object that is not a `ClaimReview`, has no claim or no URL.
+pub fn review_object(v: &Value) -> Option<(ClaimReview, String)> {
+    if !is_type(v, "ClaimReview") {
+        return None;
+    }
+    let url = text(v.get("url")).filter(|u| u.starts_with("https://") || u.starts_with("http://"))?;
+    let mut r = review(v, &url)?;
+    r.source = ReviewSource::Corpus;
+    let title = text(v.get("headline"))
+        .or_else(|| text(v.get("name")))
+        .unwrap_or_default();
+    Some((r, title))
+}
+
+/// Every `ClaimReview` object in `v` (one, an array, a `@graph`, nested in an article), as
+/// [`walk`] finds them on a page.
+pub fn review_objects(v: &Value) -> Vec<&Value> {
+    fn go<'a>(v: &'a Value, out: &mut Vec<&'a Value>, depth: usize) {
+        if depth > 8 {
+            return;
+        }
+        match v {
+            Value::Array(items) => items.iter().for_each(|x| go(x, out, depth + 1)),
+            Value::Object(o) => {
+                if is_type(v, "ClaimReview") {
+                    out.push(v);
+                }
+                for key in [
+                    "@graph",
+                    "review",
+                    "mainEntity",
+                    "hasPart",
+                    "itemListElement",
+                    "dataFeedElement",
+                    "item",
+                ] {
+                    if let Some(x) = o.get(key) {
+                        go(x, out, depth + 1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    go(v, &mut out, 0);
+    out
+}
+
+/// The claim reviews of one answer page of the Fact Check Tools API: `claims[]` (search) or `results[].claim`
+/// (imageSearch); a review without a URL is skipped.
+pub fn api_reviews(page: &Value) -> Vec<ClaimReview> {
+    let claims = page["claims"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .chain(
+            page["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| r["claim"].clone()),
+        );
+    let mut out = Vec::new();
+    for claim in claims {
+        let text = |v: &Value| v.as_str().map(|s| s.chars().take(300).collect::<String>());
+        for r in claim["claimReview"].as_array().into_iter().flatten() {
+            let Some(url) = r["url"].as_str().filter(|u| u.starts_with("http")) else {
+                continue;
+            };
+            out.push(ClaimReview {
+                url: url.to_string(),
+                publisher: text(&r["publisher"]["name"]).unwrap_or_default(),
+                publisher_site: text(&r["publisher"]["site"]),
+                claim: text(&claim["text"]).unwrap_or_default(),
+                claimant: text(&claim["claimant"]),
+                rating: text(&r["textualRating"]).unwrap_or_default(),
+                rating_value: None,
+                best_rating: None,
+                worst_rating: None,
+                reviewed: date(Some(&r["reviewDate"])),
+                language: text(&r["languageCode"]),
+                appearances: Vec::new(),
+                source: ReviewSource::Api,
+                claim_cosine: None,
+                other_claim: false,
+                same_claim: false,
+                fact_checker: None,
+            });
+        }
+    }
+    out
+}
+
 fn review(v: &Value, page_url: &str) -> Option<ClaimReview> {
     let claim = text(v.get("claimReviewed"))?;
     let rating = v.get("reviewRating");
@@ -164,6 +261,8 @@ fn review(v: &Value, page_url: &str) -> Option<ClaimReview> {
         source: ReviewSource::Markup,
         claim_cosine: None,
         other_claim: false,
+        same_claim: false,
+        fact_checker: None,
     })
 }
 

@@ -101,7 +101,81 @@ impl Report {
     }
 }
 
+/// Where the feeds' `ClaimReview`s go: the fact-check corpus (`claims::import`), embedded with
+/// the pipeline's models. The corpus has one writer at a time: while an import holds it, the
+/// reviews wait (at most [`MAX_WAITING_REVIEWS`]) for the next feed's commit.
+pub struct ClaimsSink {
+    pub dir: std::path::PathBuf,
+    pub embedder: std::sync::Arc<crate::relevance::Embedder>,
+    pub multilingual: Option<std::sync::Arc<crate::relevance::Embedder>>,
+    pub models: crate::claims::Models,
+    pub max_reviews: usize,
+    waiting: Vec<crate::claims::Entry>,
+}
+
+/// Feed reviews kept while the corpus is busy.
+pub const MAX_WAITING_REVIEWS: usize = 2_000;
+
+impl ClaimsSink {
+    pub fn new(
+        dir: std::path::PathBuf,
+        embedder: std::sync::Arc<crate::relevance::Embedder>,
+        multilingual: Option<std::sync::Arc<crate::relevance::Embedder>>,
+        models: crate::claims::Models,
+        max_reviews: usize,
+    ) -> ClaimsSink {
+        ClaimsSink {
+            dir,
+            embedder,
+            multilingual,
+            models,
+            max_reviews,
+            waiting: Vec::new(),
+        }
+    }
+
+    /// Adds `reviews` (and any waiting) to the corpus; on a busy corpus they wait.
+    fn add(&mut self, reviews: Vec<crate::claims::Entry>) {
+        self.waiting.extend(reviews);
+        let over = self.waiting.len().saturating_sub(MAX_WAITING_REVIEWS);
+        self.waiting.drain(..over);
+        if self.waiting.is_empty() {
+            return;
+        }
+        let opened = crate::claims::import::Importer::open(
+            &self.dir,
+            Some(self.embedder.clone()),
+            self.multilingual.clone(),
+            self.models.clone(),
+            self.max_reviews,
+        );
+        let mut importer = match opened {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::info!(error = %e, waiting = self.waiting.len(), "the feeds' reviews wait for the fact-check corpus");
+                return;
+            }
+        };
+        let entries = std::mem::take(&mut self.waiting);
+        let n = entries.len();
+        let result = entries
+            .into_iter()
+            .try_for_each(|e| importer.offer(&e.review.url.clone(), e))
+            .and_then(|_| importer.finish());
+        match result {
+            Ok(report) => tracing::info!(
+                reviews = n,
+                imported = report.imported,
+                updated = report.updated,
+                "the feeds' reviews added to the fact-check corpus"
+            ),
+            Err(e) => tracing::warn!(error = %e, "the feeds' reviews were not added to the fact-check corpus"),
+        }
+    }
+}
+
 pub struct Refresher {
+    claims: Option<ClaimsSink>,
     index: EvidenceIndex,
     writer: IndexWriter,
     fetcher: Fetcher,
@@ -138,6 +212,7 @@ impl Refresher {
             .unwrap_or_default();
         let fetcher = Fetcher::new(fetch).map_err(anyhow::Error::msg)?;
         Ok(Refresher {
+            claims: None,
             index,
             writer,
             fetcher,
@@ -145,6 +220,12 @@ impl Refresher {
             states,
             metrics,
         })
+    }
+
+    /// Sends the `ClaimReview`s the feeds' pages carry to the fact-check corpus too.
+    pub fn with_claims(mut self, sink: ClaimsSink) -> Refresher {
+        self.claims = Some(sink);
+        self
     }
 
     /// Items held.
@@ -220,6 +301,7 @@ impl Refresher {
         report.outcome = FeedOutcome::Read { items: items.len() };
         let mut outage = false;
         let mut added_now = HashSet::new();
+        let mut reviews: Vec<crate::claims::Entry> = Vec::new();
         // The newest items not held yet (an item held is skipped without counting, so a busy
         // feed's 21st new item is read too, up to `items_per_feed` new ones).
         let new: Vec<&feeds::Item> = items
@@ -283,6 +365,11 @@ impl Refresher {
                 report.skipped.push((item.url.clone(), e.to_string()));
                 continue;
             }
+            let title = entry.title.to_string();
+            reviews.extend(read.claim_reviews.iter().map(|r| crate::claims::Entry {
+                review: r.clone(),
+                title: title.clone(),
+            }));
             added_now.insert(item.url.clone());
             added_now.insert(url);
             report.added += 1;
@@ -301,6 +388,9 @@ impl Refresher {
                 None => self.states.remove(feed),
             };
             report.outcome = FeedOutcome::Failed(format!("commit failed: {e}"));
+        } else if let Some(sink) = self.claims.as_mut() {
+            // The items are held: their reviews join the fact-check corpus.
+            tokio::task::block_in_place(|| sink.add(reviews));
         }
         report
     }

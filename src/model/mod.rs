@@ -12,6 +12,7 @@ mod job;
 mod legacy;
 mod moderation;
 mod post;
+pub mod rating;
 mod retrieval;
 mod review;
 mod trigger;
@@ -21,7 +22,7 @@ mod verification;
 
 pub use command::{attempted as attempted_command, tag as normalise_tag, Command};
 pub use debate::{Debate, DebateEnd, Support, Turn};
-pub use factcheck::{ClaimReview, RatingHint, ReviewSource};
+pub use factcheck::{ClaimMatch, ClaimReview, RatingHint, ReviewSource};
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use legacy::{decode_job, DecodeError};

@@ -163,6 +163,10 @@ pub struct Retrieval {
     /// is also a search candidate; a page without markup gets its review from here).
     #[serde(default)]
     pub fact_checks: Vec<super::factcheck::ClaimReview>,
+    /// What claim matching found in the fact-check corpus (the `match` step, issue 27); `None`
+    /// until that step ran.
+    #[serde(default)]
+    pub matches: Option<Vec<super::factcheck::ClaimMatch>>,
     pub dropped: Vec<Dropped>,
     pub unverified_quotes: usize,
 }
@@ -201,6 +205,29 @@ impl Retrieval {
                 if !out.iter().any(|o| o.url == r.url && o.publisher == r.publisher) {
                     out.push(r.clone());
                 }
+            }
+        }
+        out
+    }
+
+    /// The professional fact-checks of the post's own claim that the reply rests on: the
+    /// corpus's deciding matches, then the evidence pages' reviews that are the same claim and
+    /// a fact-checker's (`cited_reviews`), one per review URL.
+    pub fn deciding_reviews(&self) -> Vec<super::factcheck::ClaimReview> {
+        let mut out: Vec<super::factcheck::ClaimReview> = Vec::new();
+        let matched = self
+            .matches
+            .iter()
+            .flatten()
+            .filter(|m| m.decides)
+            .map(|m| m.review.clone());
+        let cited = self
+            .cited_reviews()
+            .into_iter()
+            .filter(|r| r.same_claim && r.fact_checker.is_some());
+        for r in matched.chain(cited) {
+            if !out.iter().any(|o| o.url == r.url) {
+                out.push(r);
             }
         }
         out

@@ -113,6 +113,43 @@ fn evidence_index(config: &crate::config::Config) -> Option<Arc<crate::index::Ev
     }
 }
 
+/// The fact-check corpus's matcher (`[claims]`), when matching is on (the corpus is made empty
+/// when there is none); a corpus that cannot be opened is logged and left out (the post is
+/// checked without it).
+fn matcher(
+    config: &crate::config::Config,
+    embedder: &Arc<crate::relevance::Embedder>,
+    multilingual: &Option<Arc<crate::relevance::Embedder>>,
+    models: &crate::claims::Models,
+) -> Option<Arc<crate::claims::matcher::Matcher>> {
+    if !config.claims.enabled {
+        return None;
+    }
+    let dir = config.claims.dir(&config.daemon.state_dir);
+    // Made when absent: the feeds' reviews and imports fill it while the daemon runs.
+    match crate::claims::matcher::Matcher::open_or_create(
+        &dir,
+        Some(embedder.clone()),
+        multilingual.clone(),
+        models,
+        &config.claims,
+    ) {
+        Ok(m) => {
+            match m.warm() {
+                Ok(n) => {
+                    tracing::info!(dir = %dir.display(), reviews = m.corpus().len(), vectors = n, "fact-check corpus open")
+                }
+                Err(e) => tracing::warn!(error = %e, "fact-check corpus: vectors not loaded yet"),
+            }
+            Some(Arc::new(m))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "fact-check corpus left out");
+            None
+        }
+    }
+}
+
 pub fn build(
     config: &crate::config::Config,
     store: Option<crate::store::Store>,
@@ -131,6 +168,8 @@ pub fn build(
                 None if config.search.before.is_empty() => None,
                 None => Some(chrono::DateTime::parse_from_rfc3339(&config.search.before)?.with_timezone(&chrono::Utc)),
             };
+            let (embedder, multilingual, models) =
+                crate::claims::load_models(&config.relevance).map_err(anyhow::Error::from)?;
             Some(Arc::new(muse::Muse {
                 llm: llm.clone(),
                 prompts: prompts.clone(),
@@ -141,25 +180,8 @@ pub fn build(
                 ),
                 fetcher: crate::fetch::Fetcher::new(&config.fetch).map_err(anyhow::Error::msg)?,
                 credibility: Arc::new(crate::credibility::load::build(&config.credibility)?),
-                embedder: Arc::new(crate::relevance::Embedder::load(&config.relevance)?),
-                multilingual: if config.relevance.multilingual_model.is_empty() {
-                    None
-                } else {
-                    let r = &config.relevance;
-                    let own = crate::relevance::RelevanceConfig {
-                        model: r.multilingual_model.clone(),
-                        tokenizer: r.multilingual_tokenizer.clone(),
-                        ..r.clone()
-                    };
-                    Some(Arc::new(crate::relevance::Embedder::load(&own).map_err(|e| {
-                        anyhow::anyhow!(
-                            "{}",
-                            e.to_string()
-                                .replace("relevance.model", "relevance.multilingual_model")
-                                .replace("relevance.tokenizer", "relevance.multilingual_tokenizer")
-                        )
-                    })?))
-                },
+                embedder: embedder.clone(),
+                multilingual: multilingual.clone(),
                 relevance: config.relevance.clone(),
                 before,
                 images: images(config, &llm, store.clone())?,
@@ -171,6 +193,8 @@ pub fn build(
                 context_debate: (config.verify.mode != crate::config::VerifyMode::Off)
                     .then_some((config.verify.agents, config.verify.rounds)),
                 blocked_domains: config.moderation.blocked_domains.clone(),
+                matcher: matcher(config, &embedder, &multilingual, &models),
+                claims: config.claims.clone(),
             }))
         }
     };

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Hit, SearchError};
-use crate::model::{ClaimReview, ReviewSource};
+use crate::model::ClaimReview;
 use crate::secret::{self, Secret};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,48 +130,9 @@ impl FactChecker {
     }
 }
 
-/// The claim reviews of one answer page: `claims[]` (search) or `results[].claim`
-/// (imageSearch); a review without a URL is skipped.
+/// The claim reviews of one answer page (`extract::claimreview::api_reviews`).
 pub fn reviews_of(page: &Value) -> Vec<ClaimReview> {
-    let claims = page["claims"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .chain(
-            page["results"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|r| r["claim"].clone()),
-        );
-    let mut out = Vec::new();
-    for claim in claims {
-        let text = |v: &Value| v.as_str().map(|s| s.chars().take(300).collect::<String>());
-        for r in claim["claimReview"].as_array().into_iter().flatten() {
-            let Some(url) = r["url"].as_str().filter(|u| u.starts_with("http")) else {
-                continue;
-            };
-            out.push(ClaimReview {
-                url: url.to_string(),
-                publisher: text(&r["publisher"]["name"]).unwrap_or_default(),
-                publisher_site: text(&r["publisher"]["site"]),
-                claim: text(&claim["text"]).unwrap_or_default(),
-                claimant: text(&claim["claimant"]),
-                rating: text(&r["textualRating"]).unwrap_or_default(),
-                rating_value: None,
-                best_rating: None,
-                worst_rating: None,
-                reviewed: crate::extract::claimreview::date(Some(&r["reviewDate"])),
-                language: text(&r["languageCode"]),
-                appearances: Vec::new(),
-                source: ReviewSource::Api,
-                claim_cosine: None,
-                other_claim: false,
-            });
-        }
-    }
-    out
+    crate::extract::claimreview::api_reviews(page)
 }
 
 /// The reviews as search hits: each review's page, titled, its rating as the snippet.

@@ -322,13 +322,18 @@ impl Run<'_> {
                     );
                     found.sort();
                     found.dedup();
-                    // Named in the reply, or after the honest "could not verify".
-                    let named = if matches!(draft.outcome, Outcome::Reply | Outcome::Insufficient) {
-                        r.cited_reviews().len()
+                    // Named in the reply (the checks it rests on).
+                    let deciding = r.deciding_reviews();
+                    let named = if draft.outcome == Outcome::Reply {
+                        deciding.len()
                     } else {
                         0
                     };
                     self.worker.metrics.fact_checks(found.len(), named);
+                    let matched = r.matches.iter().flatten().filter(|m| m.decides).count();
+                    if matched > 0 && draft.outcome == Outcome::Reply {
+                        self.worker.metrics.claim_matches_used(matched);
+                    }
                 }
                 job.draft = Some(draft);
                 Ok(StageOutcome::Next(usage))
@@ -371,7 +376,7 @@ impl Run<'_> {
                     // A revision is the model's words, a withdrawal the bot's: the check the
                     // draft named is named again.
                     if let Some(r) = &job.retrieval {
-                        crate::pipeline::muse::factcheck::name_in(&mut d, &r.cited_reviews(), &target);
+                        crate::pipeline::muse::known::answer(&mut d, &r.deciding_reviews(), &target);
                     }
                     job.draft = Some(d);
                 }
@@ -392,9 +397,11 @@ impl Run<'_> {
 
     fn compose(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         // A hashtag hit is answered only with a verdict (after verification, which may have
-        // withdrawn it): nobody asked, so no notice; its tag's and author's slots are freed.
+        // withdrawn it): nobody asked, so no notice — nor fact-checks named as disagreeing, or
+        // quoted with no verdict of the bot's — and its tag's and author's slots are freed.
         let outcome = job.draft.as_ref().map(|d| d.outcome);
-        if is_hit(job) && outcome != Some(Outcome::Reply) {
+        let verdict = job.draft.as_ref().and_then(|d| d.verdict);
+        if is_hit(job) && (outcome != Some(Outcome::Reply) || verdict.is_none()) {
             let author = job.target.as_ref().map(Post::author_key).unwrap_or_default();
             self.worker.moderation.release_hit(&job.trigger, &job.id, &author)?;
             let what = outcome.map_or("nothing", Outcome::as_str);

@@ -23,6 +23,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     let (mut evidence, usage) = evidence(m, post, &pages, &mut r.dropped).await?;
     r.unverified_quotes = evidence.iter().map(|e| e.unverified).sum();
     add_fact_checks(&mut evidence, &pages, &r.fact_checks);
+    add_matches(m, &mut evidence, r.matches.as_deref().unwrap_or_default());
     r.evidence = Some(
         evidence
             .into_iter()
@@ -202,6 +203,36 @@ fn add_fact_checks(evidence: &mut Vec<Evidence>, pages: &[crate::model::KeptPage
                 context: lines,
                 unverified: 0,
             }),
+        }
+    }
+}
+
+/// The fact-checks of the post's own claim that claim matching found (`Retrieval::matches`,
+/// deciding ones) are evidence too, their page read or not: the reply and its verification
+/// see the check they rest on.
+fn add_matches(m: &Muse, evidence: &mut Vec<Evidence>, matches: &[crate::model::ClaimMatch]) {
+    for x in matches.iter().filter(|x| x.decides) {
+        let line = super::factcheck::evidence_line(&x.review);
+        match evidence.iter_mut().find(|e| e.url == x.review.url) {
+            Some(e) => {
+                if !e.context.contains(&line) {
+                    e.context.push(line);
+                }
+            }
+            None => {
+                let Ok((_, tier)) = m.citable(&x.review.url) else {
+                    continue;
+                };
+                evidence.push(Evidence {
+                    url: x.review.url.clone(),
+                    tier,
+                    published: x.review.reviewed,
+                    relevance: x.cosine.unwrap_or_default(),
+                    refute: Vec::new(),
+                    context: vec![line],
+                    unverified: 0,
+                });
+            }
         }
     }
 }

@@ -1,22 +1,22 @@
 //! Professional fact-checks in the Muse pipeline (issue: evidence from fact-checkers): how a
 //! claim review reads as evidence ([`evidence_line`]) and how the reply names it
-//! ([`reply_sentence`], put in place by [`name_in`] after the reply step and again after the
-//! verify stage): who checked it, when, and their rating quoted verbatim (cut short,
-//! quote marks and line breaks removed; the composer defuses any mention or link in it), after
-//! the bot's own verdict sentence; when the checks disagree, or one is older than a year before
-//! the post, the reply says so. Reviews come from pages' markup (`extract::claimreview`) and
-//! the Fact Check Tools API (`search::factcheck`), and only those of pages that became
-//! evidence — which passed the citing rule where they landed — are named.
+//! ([`reply_sentence`], put in place by `known::answer` after the reply step and again after
+//! the verify stage): the fact-checker by the table's name, when, and their rating quoted
+//! verbatim (cut short; quote marks, line breaks, bidi and control characters removed; the
+//! composer defuses any mention or link in it), after the bot's own verdict sentence; when the
+//! checks disagree, or any is older than a year before the post, the reply says so. Only the
+//! deciding reviews are named (`Retrieval::deciding_reviews`: the post's own claim, a
+//! fact-checker's page that passed the citing rule where it landed).
 
 use chrono::{DateTime, Utc};
 
-use crate::model::{ClaimReview, RatingHint};
+use crate::model::ClaimReview;
 
 /// Characters of a publisher's rating or claim the bot quotes.
 const QUOTE_CHARS: usize = 80;
 
 fn quoted(text: &str, max: usize) -> String {
-    let clean: String = text
+    let clean: String = crate::model::rating::clean(text)
         .chars()
         .map(|c| {
             if matches!(c, '"' | '“' | '”' | '\n' | '\r') {
@@ -34,9 +34,11 @@ fn quoted(text: &str, max: usize) -> String {
     out
 }
 
-/// The publisher's name, or the bot's word for an unnamed one in `lang`.
+/// The fact-checker's name from the table (`ClaimReview::fact_checker`), else the publisher
+/// the review gives (an evidence line only: replies name table names), or the bot's word for
+/// an unnamed one in `lang`.
 fn publisher(r: &ClaimReview, lang: &str) -> String {
-    let p = quoted(&r.publisher, 60);
+    let p = quoted(r.fact_checker.as_deref().unwrap_or(&r.publisher), 60);
     if p.is_empty() {
         crate::words::say(lang, "factcheck_someone", ())
     } else {
@@ -50,44 +52,6 @@ fn day(d: Option<DateTime<Utc>>, lang: &str) -> String {
         .unwrap_or_else(|| crate::words::say(lang, "factcheck_undated", ()))
 }
 
-/// Names the professional fact-checks among the evidence (`reviews`: `Retrieval::cited_reviews`)
-/// in `draft`, in the bot's words: right after the verdict sentence (where a long explanation
-/// cut at `reply.max_parts` cannot lose it), or after the honest "could not verify" when the
-/// model gave no usable verdict (the check is still the best thing the asker can read; its
-/// review URL becomes the draft's one citable link). The verify stage calls it again on a
-/// revised or withdrawn draft, which is the model's or the bot's words only.
-pub fn name_in(draft: &mut crate::model::Draft, reviews: &[ClaimReview], post: &crate::model::Post) {
-    use crate::model::Outcome;
-    let lang = crate::words::language(post.language.as_deref());
-    let Some(sentence) = reply_sentence(reviews, post.created_at, lang) else {
-        return;
-    };
-    if draft.text.contains(&sentence) {
-        return;
-    }
-    match (draft.outcome, draft.verdict) {
-        (Outcome::Reply, Some(v)) => {
-            let own = crate::pipeline::verdict::sentence(v, lang);
-            let rest = draft
-                .text
-                .strip_prefix(own.as_str())
-                .unwrap_or(&draft.text)
-                .trim()
-                .to_string();
-            draft.text = format!("{own} {sentence} {rest}").trim_end().to_string();
-        }
-        (Outcome::Insufficient, _) => {
-            draft.text = format!("{} {sentence}", draft.text);
-            for r in reviews {
-                if !draft.urls.contains(&r.url) {
-                    draft.urls.push(r.url.clone());
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 /// The review as an evidence line the model and the agents read.
 pub fn evidence_line(r: &ClaimReview) -> String {
     format!(
@@ -99,8 +63,11 @@ pub fn evidence_line(r: &ClaimReview) -> String {
     )
 }
 
-/// What the reply adds after its verdict about the checks found, or `None` without any.
-pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>, lang: &str) -> Option<String> {
+/// What the reply says of the checks (`reviews`: one per page, the deciding ones), or `None`
+/// without any: each fact-checker, rating verbatim (cleaned, cut), day and review URL;
+/// "Fact-checkers disagree" when `disagree`; a check over a year older than the post is said
+/// to be (any of them).
+pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>, lang: &str, disagree: bool) -> Option<String> {
     use crate::words::say;
     reviews.first()?;
     let named = |r: &ClaimReview| {
@@ -115,12 +82,6 @@ pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>, lang: &
             },
         )
     };
-    let hints: Vec<RatingHint> = reviews
-        .iter()
-        .map(ClaimReview::hint)
-        .filter(|h| *h != RatingHint::Unclear)
-        .collect();
-    let disagree = hints.windows(2).any(|w| w[0] != w[1]);
     let all: Vec<String> = reviews.iter().take(3).map(named).collect();
     let key = if disagree {
         "factcheck_disagree"
@@ -128,8 +89,12 @@ pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>, lang: &
         "factcheck_one"
     };
     let mut text = say(lang, key, minijinja::context! { checks => all.join("; ") });
-    let newest = reviews.iter().filter_map(|r| r.reviewed).max();
-    if newest.is_some_and(|d| post_time - d > chrono::Duration::days(365)) {
+    let stale = reviews
+        .iter()
+        .take(3)
+        .filter_map(|r| r.reviewed)
+        .any(|d| post_time - d > chrono::Duration::days(365));
+    if stale {
         text.push(' ');
         text.push_str(&say(lang, "factcheck_old", ()));
     }
@@ -158,6 +123,8 @@ mod tests {
             source: ReviewSource::Markup,
             claim_cosine: None,
             other_claim: false,
+            same_claim: false,
+            fact_checker: None,
         }
     }
 
@@ -173,7 +140,7 @@ mod tests {
             "https://www.politifact.com/a",
         )];
         assert_eq!(
-            reply_sentence(&one, now, "en").unwrap(),
+            reply_sentence(&one, now, "en", false).unwrap(),
             "Fact-checked: PolitiFact rated it \"Pants on Fire\" (2026-11-20): https://www.politifact.com/a."
         );
         let two = [
@@ -190,25 +157,25 @@ mod tests {
                 "https://www.snopes.com/b",
             ),
         ];
-        assert!(reply_sentence(&two, now, "en")
+        assert!(reply_sentence(&two, now, "en", true)
             .unwrap()
             .starts_with("Fact-checkers disagree: PolitiFact"));
-        let old = [review(
-            "Full Fact",
-            "False",
-            "2020-01-01T00:00:00Z",
-            "https://fullfact.org/c",
-        )];
-        assert!(reply_sentence(&old, now, "en")
+        let old = [
+            review("Full Fact", "False", "2026-11-01T00:00:00Z", "https://fullfact.org/d"),
+            review("Full Fact", "False", "2020-01-01T00:00:00Z", "https://fullfact.org/c"),
+        ];
+        assert!(reply_sentence(&old, now, "en", false)
             .unwrap()
             .ends_with("the claim may have changed since."));
-        assert_eq!(reply_sentence(&[], now, "en"), None);
+        assert_eq!(reply_sentence(&[], now, "en", false), None);
         // In the post's language: the bot's words translated, the rating still verbatim.
         assert_eq!(
-            reply_sentence(&one, now, "de").unwrap(),
+            reply_sentence(&one, now, "de", false).unwrap(),
             "Faktencheck: PolitiFact bewertete es als „Pants on Fire“ (2026-11-20): https://www.politifact.com/a."
         );
-        assert!(reply_sentence(&old, now, "ja").unwrap().ends_with("可能性があります。"));
+        assert!(reply_sentence(&old, now, "ja", false)
+            .unwrap()
+            .ends_with("可能性があります。"));
         let long = review("X", &"very ".repeat(100), "2026-11-20T00:00:00Z", "https://x.example");
         assert!(evidence_line(&long).chars().count() < 400);
     }

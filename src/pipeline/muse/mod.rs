@@ -1,5 +1,6 @@
 //! The Muse retrieval pipeline (seed 000, Methods), one room per step:
-//! [`describe`] (informative image descriptions) → [`queries`] → [`search_policy`] (search, credibility, tier caps) → [`pages`] (fetch →
+//! [`describe`] (informative image descriptions) → [`known`] (claim matching against the
+//! fact-check corpus) → [`queries`] → [`search_policy`] (search, credibility, tier caps) → [`pages`] (fetch →
 //! extract → relevance, read in waves) → [`evidence`] (verbatim-checked quotes) → [`reply`].
 //! Each step reads the persisted [`Retrieval`] and fills its own field; [`Muse::draft`] is the
 //! driver, which checkpoints after every finished step, so a restart resumes after the last
@@ -9,6 +10,7 @@ pub mod context;
 pub mod describe;
 pub mod evidence;
 pub mod factcheck;
+pub mod known;
 pub mod pages;
 pub mod queries;
 pub mod reply;
@@ -54,6 +56,10 @@ pub struct Muse {
     pub context_debate: Option<(usize, usize)>,
     /// `moderation.blocked_domains`: never read, never cited.
     pub blocked_domains: Vec<String>,
+    /// The fact-check corpus's matcher (`[claims]`); `None`: no corpus, or matching is off.
+    pub matcher: Option<Arc<crate::claims::matcher::Matcher>>,
+    /// `[claims]`: the same-claim thresholds (also for reviews read from pages).
+    pub claims: crate::claims::ClaimsConfig,
 }
 
 impl Muse {
@@ -84,6 +90,8 @@ impl Muse {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     Describe,
+    /// Claim matching against the fact-check corpus ([`known`]).
+    Match,
     Queries,
     Search,
     Context,
@@ -92,8 +100,9 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 6] = [
+    pub const ALL: [Step; 7] = [
         Step::Describe,
+        Step::Match,
         Step::Queries,
         Step::Search,
         Step::Context,
@@ -104,6 +113,7 @@ impl Step {
     pub fn as_str(self) -> &'static str {
         match self {
             Step::Describe => "describe",
+            Step::Match => "match",
             Step::Queries => "queries",
             Step::Search => "search",
             Step::Context => "context",
@@ -116,6 +126,7 @@ impl Step {
     pub fn done(self, r: &Retrieval) -> bool {
         match self {
             Step::Describe => r.images.is_some(),
+            Step::Match => r.matches.is_some(),
             Step::Queries => r.queries.is_some(),
             Step::Search => r.candidates.is_some(),
             // Nothing to judge (no reverse image search hits) counts as done.
@@ -158,6 +169,7 @@ impl Muse {
             let seen = describe::with_descriptions(post, r);
             let usage = match step {
                 Step::Describe => describe::run(self, post, r).await?,
+                Step::Match => known::run(self, &seen, r).await?,
                 Step::Queries => queries::run(self, &seen, r).await?,
                 Step::Search => search_policy::run(self, &seen, r).await?,
                 Step::Context => context::run(self, &seen, r, checkpoint).await?,
@@ -168,6 +180,7 @@ impl Muse {
             let idle = match step {
                 Step::Describe => r.images.as_ref().is_none_or(Vec::is_empty),
                 Step::Context => r.image_context.is_none(),
+                Step::Match => self.matcher.is_none(),
                 _ => false,
             };
             if !idle {
@@ -181,7 +194,7 @@ impl Muse {
         let agents = self.context_debate.map_or(0, |(a, _)| a);
         let image_context = context::for_reply(r, agents);
         let (mut draft, usage) = reply::run(self, &seen, &evidence, image_context).await?;
-        factcheck::name_in(&mut draft, &r.cited_reviews(), post);
+        known::answer(&mut draft, &r.deciding_reviews(), post);
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);
         Ok((draft, r.usage()))
     }

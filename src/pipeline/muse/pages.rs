@@ -145,6 +145,9 @@ async fn score_claims(
         let cosine = relevance::cosine(post_vec, vector);
         review.claim_cosine = Some(cosine);
         review.other_claim = cosine < scale.threshold;
+        // Only this claim's check on a fact-checker's page is named, by the table's name.
+        review.same_claim = cosine >= scale.same_claim;
+        review.fact_checker = m.credibility.fact_checker(&review.url).map(str::to_string);
         if review.other_claim {
             tracing::info!(url = %review.url, publisher = %review.publisher, cosine, "fact-check of another claim: not named");
         }
@@ -396,6 +399,8 @@ async fn score_wave(
 struct Scale {
     embedder: std::sync::Arc<crate::relevance::Embedder>,
     threshold: f32,
+    /// The model's calibrated "same claim" cosine (`claims.same_claim*`).
+    same_claim: f32,
     query: String,
 }
 
@@ -406,6 +411,7 @@ impl Scale {
             (Some(multi), Some(l)) if l != "en" => Scale {
                 embedder: multi.clone(),
                 threshold: m.relevance.multilingual_threshold,
+                same_claim: m.claims.same_claim_multilingual,
                 query: std::iter::once(post_text.to_string())
                     .chain(queries.iter().cloned())
                     .collect::<Vec<_>>()
@@ -414,6 +420,7 @@ impl Scale {
             _ => Scale {
                 embedder: m.embedder.clone(),
                 threshold: m.relevance.threshold,
+                same_claim: m.claims.same_claim,
                 query: post_text.to_string(),
             },
         }

@@ -110,7 +110,22 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
             }
         }
     }
-    let answered = !searches.is_empty();
+    // The pages of the fact-checks of the post's own claim come first (claim matching): the
+    // evidence step may quote them.
+    let matched = super::known::candidates(m, r);
+    let answered = !searches.is_empty() || !matched.is_empty();
+    for c in matched {
+        let key = c
+            .url
+            .split('#')
+            .next()
+            .unwrap_or(&c.url)
+            .trim_end_matches('/')
+            .to_string();
+        if seen.insert(key) {
+            out.push(c);
+        }
+    }
     let mut drop_url = |url: String, reason| dropped.push(Dropped { url, reason });
     for (query, hits) in searches {
         let mut per_tier = [0usize; 3];
