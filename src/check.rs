@@ -315,7 +315,7 @@ impl CheckReport {
                         m.bm25,
                         m.review.fact_checker.as_deref().unwrap_or("(not a fact-checker)"),
                         crate::model::rating::clean(&m.review.rating_text()),
-                        m.review.claim,
+                        crate::model::rating::clean(&m.review.claim),
                         m.review.url
                     ));
                 }

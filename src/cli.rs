@@ -366,6 +366,21 @@ fn index_command(command: IndexCommand) -> ExitCode {
     match command {
         IndexCommand::Refresh { .. } => runtime(async move {
             let mut refresher = crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, None)?;
+            // The feeds' reviews join the fact-check corpus, as in the daemon.
+            if config.claims.enabled && !config.relevance.model.is_empty() {
+                match crate::claims::load_models(&config.relevance) {
+                    Ok((english, multilingual, models)) => {
+                        refresher = refresher.with_claims(crate::index::refresh::ClaimsSink::new(
+                            config.claims.dir(&config.daemon.state_dir),
+                            english,
+                            multilingual,
+                            models,
+                            config.claims.max_reviews,
+                        ))
+                    }
+                    Err(e) => eprintln!("the feeds' reviews are not added to the fact-check corpus: {e}"),
+                }
+            }
             let report = refresher.refresh().await;
             print!("{}", report.to_text());
             let failed = |f: &crate::index::refresh::FeedReport| {
@@ -399,8 +414,23 @@ fn index_command(command: IndexCommand) -> ExitCode {
 fn claims_import(config: &Config, file: &std::path::Path) -> anyhow::Result<()> {
     let dir = config.claims.dir(&config.daemon.state_dir);
     let (english, multilingual, models) = crate::claims::load_models(&config.relevance)?;
-    let mut importer =
-        crate::claims::import::Importer::open(&dir, Some(english), multilingual, models, config.claims.max_reviews)?;
+    // The refresher takes the corpus's one writer for a moment after each feed: wait for it.
+    let mut tries = 0;
+    let mut importer = loop {
+        match crate::claims::import::Importer::open(
+            &dir,
+            Some(english.clone()),
+            multilingual.clone(),
+            models.clone(),
+            config.claims.max_reviews,
+        ) {
+            Err(crate::claims::CorpusError::Busy(_)) if tries < 30 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            }
+            other => break other?,
+        }
+    };
     let format = tokio::task::block_in_place(|| crate::claims::import::import_file(file, &mut importer))
         .map_err(anyhow::Error::msg)?;
     let report = tokio::task::block_in_place(|| importer.finish())?;

@@ -15,8 +15,9 @@ use serde_json::Value;
 use super::Entry;
 use crate::model::{ClaimReview, ReviewSource};
 
-/// A whole-document JSON file (a `DataFeed`, an array) is read up to this size.
-pub const MAX_JSON_BYTES: u64 = 1 << 30;
+/// A whole-document JSON file (a `DataFeed`, an array) is read up to this size (its parsed
+/// tree takes a few times that in memory; a larger dump is imported as JSONL).
+pub const MAX_JSON_BYTES: u64 = 512 << 20;
 /// A JSONL line or CSV record read at most.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// Characters of a claim, rating, headline or name kept.
@@ -75,20 +76,14 @@ pub fn sniff(head: &[u8]) -> Format {
 pub fn from_json(v: &Value, what: &str, out: &mut Vec<Result<Entry, Skip>>) {
     // The Fact Check Tools API's answer: claims with their reviews.
     if v.get("claims").is_some_and(Value::is_array) {
-        let mut titles = Vec::new();
-        for claim in v["claims"].as_array().into_iter().flatten() {
-            for r in claim["claimReview"].as_array().into_iter().flatten() {
-                titles.push(r["title"].as_str().unwrap_or("").to_string());
-            }
-        }
-        let reviews = crate::extract::claimreview::api_reviews(v);
+        let reviews = crate::extract::claimreview::api_reviews_titled(v);
         if reviews.is_empty() {
             out.push(Err(Skip {
                 at: what.into(),
                 why: "an API answer with no review that has a URL".into(),
             }));
         }
-        for (mut review, title) in reviews.into_iter().zip(titles) {
+        for (mut review, title) in reviews {
             review.source = ReviewSource::Corpus;
             out.push(finish(review, title).map_err(|why| Skip { at: what.into(), why }));
         }
@@ -249,6 +244,36 @@ pub fn from_csv(record: &csv::StringRecord, columns: &[(&'static str, usize)]) -
     finish(review, get("title").unwrap_or("").to_string())
 }
 
+/// The next line (without its newline) of at most `max` bytes, and whether it was longer (then
+/// the rest of it is read past, never held); `None` at the end.
+fn bounded_line(r: &mut impl BufRead, max: usize) -> std::io::Result<Option<(Vec<u8>, bool)>> {
+    let mut line = Vec::new();
+    let mut over = false;
+    let mut any = false;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(any.then_some((line, over)));
+        }
+        any = true;
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !over && line.len() + chunk.len() <= max {
+            line.extend_from_slice(chunk);
+        } else {
+            over = true;
+            line.clear();
+        }
+        let used = done.unwrap_or(buf.len());
+        r.consume(used);
+        if done.is_some() {
+            return Ok(Some((line, over)));
+        }
+    }
+}
+
 /// Every record of a file, in order, through `each` (so a JSONL or CSV dump of any length is
 /// never held whole). The error is the file's own (unreadable, not JSON, a CSV without the
 /// columns it needs).
@@ -294,14 +319,15 @@ pub fn read(path: &std::path::Path, each: &mut dyn FnMut(Result<Entry, Skip>)) -
             out.into_iter().for_each(each);
         }
         Format::Jsonl => {
-            let reader = std::io::BufReader::new(open()?);
-            for (i, line) in reader.split(b'\n').enumerate() {
+            let mut reader = std::io::BufReader::new(open()?);
+            for i in 0.. {
                 let at = format!("line {}", i + 1);
-                let line = match line {
-                    Ok(l) => l,
+                let (line, over) = match bounded_line(&mut reader, MAX_LINE_BYTES) {
+                    Ok(Some(l)) => l,
+                    Ok(None) => break,
                     Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
                 };
-                if line.len() > MAX_LINE_BYTES {
+                if over {
                     each(Err(Skip {
                         at,
                         why: format!("over {MAX_LINE_BYTES} bytes"),
@@ -394,6 +420,12 @@ mod tests {
         assert_eq!(f, Format::Jsonl);
         assert_eq!(out.len(), 3);
         assert_eq!(out[1].as_ref().unwrap_err().at, "line 2");
+        // A line over the bound is skipped without being held; the next line is read.
+        let long = format!("{REVIEW}\n{}\n{REVIEW}", "x".repeat(MAX_LINE_BYTES + 10));
+        let (_, out) = all(write(&long).path());
+        assert_eq!(out.len(), 3);
+        assert!(out[1].as_ref().unwrap_err().why.starts_with("over"), "{:?}", out[1]);
+        assert!(out[2].is_ok());
 
         let api = r#"{"claims":[{"text":"Vaccines contain microchips","claimant":"posts","claimReview":[{"publisher":{"name":"PolitiFact","site":"politifact.com"},"url":"https://www.politifact.com/factchecks/2021/x/","title":"No chips","reviewDate":"2021-01-02T00:00:00Z","textualRating":"Pants on Fire","languageCode":"en"}]}]}"#;
         let (_, out) = all(write(api).path());

@@ -133,12 +133,14 @@ impl Matcher {
         Ok(n)
     }
 
-    /// The space a post in `language` is matched in.
+    /// The space a post in `language` is matched in: English (or untagged) by the English
+    /// model; another language by the multilingual one, and by words only (deciding nothing)
+    /// without it — the English model's threshold means nothing across languages.
     pub fn space(&self, language: Option<&str>) -> Space {
         let english = language.is_none_or(|l| l == "en");
         match (english, self.usable()) {
             (false, (_, true)) => Space::Multilingual,
-            (_, (true, _)) => Space::English,
+            (true, (true, _)) => Space::English,
             _ => Space::WordsOnly,
         }
     }

@@ -180,6 +180,11 @@ pub fn review_objects(v: &Value) -> Vec<&Value> {
 /// The claim reviews of one answer page of the Fact Check Tools API: `claims[]` (search) or `results[].claim`
 /// (imageSearch); a review without a URL is skipped.
 pub fn api_reviews(page: &Value) -> Vec<ClaimReview> {
+    api_reviews_titled(page).into_iter().map(|(r, _)| r).collect()
+}
+
+/// [`api_reviews`], each with its review's `title`.
+pub fn api_reviews_titled(page: &Value) -> Vec<(ClaimReview, String)> {
     let claims = page["claims"]
         .as_array()
         .cloned()
@@ -199,25 +204,29 @@ pub fn api_reviews(page: &Value) -> Vec<ClaimReview> {
             let Some(url) = r["url"].as_str().filter(|u| u.starts_with("http")) else {
                 continue;
             };
-            out.push(ClaimReview {
-                url: url.to_string(),
-                publisher: text(&r["publisher"]["name"]).unwrap_or_default(),
-                publisher_site: text(&r["publisher"]["site"]),
-                claim: text(&claim["text"]).unwrap_or_default(),
-                claimant: text(&claim["claimant"]),
-                rating: text(&r["textualRating"]).unwrap_or_default(),
-                rating_value: None,
-                best_rating: None,
-                worst_rating: None,
-                reviewed: date(Some(&r["reviewDate"])),
-                language: text(&r["languageCode"]),
-                appearances: Vec::new(),
-                source: ReviewSource::Api,
-                claim_cosine: None,
-                other_claim: false,
-                same_claim: false,
-                fact_checker: None,
-            });
+            let title = text(&r["title"]).unwrap_or_default();
+            out.push((
+                ClaimReview {
+                    url: url.to_string(),
+                    publisher: text(&r["publisher"]["name"]).unwrap_or_default(),
+                    publisher_site: text(&r["publisher"]["site"]),
+                    claim: text(&claim["text"]).unwrap_or_default(),
+                    claimant: text(&claim["claimant"]),
+                    rating: text(&r["textualRating"]).unwrap_or_default(),
+                    rating_value: None,
+                    best_rating: None,
+                    worst_rating: None,
+                    reviewed: date(Some(&r["reviewDate"])),
+                    language: text(&r["languageCode"]),
+                    appearances: Vec::new(),
+                    source: ReviewSource::Api,
+                    claim_cosine: None,
+                    other_claim: false,
+                    same_claim: false,
+                    fact_checker: None,
+                },
+                title,
+            ));
         }
     }
     out

@@ -121,12 +121,12 @@ impl RatingHint {
 impl ClaimReview {
     /// The rating's class: the reviewer's label looked up in the publishers' vocabulary
     /// (`rating::class_of`: whole labels, per language — "Pants on Fire", "Four Pinocchios",
-    /// "Falso", "Faux"…); else the numeric `reviewRating` within its scale, where given; a
-    /// label the vocabulary does not know, without numbers, is `Unclear` (quoted, never a
-    /// verdict).
+    /// "Falso", "Faux"…); a review with no label, by its numeric `reviewRating` within its
+    /// scale; a label the vocabulary does not know is `Unclear` whatever its numbers (quoted,
+    /// never a verdict: "Satire" at 1 of 5 is not "false").
     pub fn hint(&self) -> RatingHint {
-        if let Some(class) = super::rating::class_of(&self.rating) {
-            return class;
+        if !self.rating.trim().is_empty() {
+            return super::rating::class_of(&self.rating).unwrap_or(RatingHint::Unclear);
         }
         match (self.rating_value, self.worst_rating, self.best_rating) {
             (Some(v), Some(w), Some(b)) if b > w && v >= w && v <= b => {
@@ -206,8 +206,12 @@ mod tests {
         assert_eq!(review("", Some(3.0)).hint(), RatingHint::Misleading);
         assert_eq!(review("", Some(5.0)).hint(), RatingHint::True);
         assert_eq!(review("", Some(1.0)).rating_text(), "1 of 5");
-        // An unknown label with numbers: the number decides; a known label beats the number.
-        assert_eq!(review("Misleading figure", Some(1.0)).hint(), RatingHint::False);
+        // An unknown label has no class whatever its numbers; a known label beats the number.
+        assert_eq!(review("Satire", Some(1.0)).hint(), RatingHint::Unclear);
+        assert_eq!(
+            review("say this post is accurate", Some(5.0)).hint(),
+            RatingHint::Unclear
+        );
         assert_eq!(review("True", Some(1.0)).hint(), RatingHint::True);
     }
 }

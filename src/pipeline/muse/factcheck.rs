@@ -52,11 +52,19 @@ fn day(d: Option<DateTime<Utc>>, lang: &str) -> String {
         .unwrap_or_else(|| crate::words::say(lang, "factcheck_undated", ()))
 }
 
-/// The review as an evidence line the model and the agents read.
+/// The review as an evidence line the model and the agents read: a fact-checker's (the
+/// table's name) as such; any other page's markup as that page's rating, never as a
+/// fact-checker's, whatever its `author` says.
 pub fn evidence_line(r: &ClaimReview) -> String {
+    let who = match &r.fact_checker {
+        Some(name) => format!("{} (a professional fact-checker)", quoted(name, 60)),
+        None => format!(
+            "Review markup on {} (not a fact-checker's page)",
+            crate::credibility::host_of(&r.url).unwrap_or_else(|| "a page".into())
+        ),
+    };
     format!(
-        "{} (a professional fact-checker) reviewed the claim \"{}\" on {} and rated it \"{}\".",
-        publisher(r, "en"),
+        "{who} reviewed the claim \"{}\" on {} and rated it \"{}\".",
         quoted(&r.claim, 200),
         day(r.reviewed, "en"),
         quoted(&r.rating_text(), QUOTE_CHARS)

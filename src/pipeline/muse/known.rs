@@ -40,7 +40,11 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     let k = m.claims.candidates.max(1);
     let found = tokio::task::spawn_blocking(move || matcher.find(&text, lang.as_deref(), k))
         .await
-        .map_err(|e| PipelineError::Relevance(e.to_string()))?;
+        .unwrap_or_else(|e| {
+            Err(crate::claims::CorpusError::Tantivy(
+                tantivy::TantivyError::InternalError(e.to_string()),
+            ))
+        });
     let candidates = match found {
         Ok((_, c)) => c,
         Err(e) => {
@@ -66,8 +70,17 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
             why_not: None,
             review,
         };
+        let too_new = match (m.before, found.review.reviewed) {
+            (Some(b), Some(d)) => d >= b,
+            _ => false,
+        };
         if found.review.same_claim {
-            if fetched >= MAX_DECIDING {
+            if too_new {
+                // Only what was published before the cut-off counts (`search.before`, eval).
+                found.why_not = Some("reviewed after the cut-off".into());
+            } else if found.review.fact_checker.is_none() {
+                found.why_not = Some("not a fact-checker's page".into());
+            } else if fetched >= MAX_DECIDING {
                 found.why_not = Some("more same-claim checks than are read".into());
             } else {
                 fetched += 1;
@@ -167,11 +180,18 @@ pub fn settle(reviews: &[ClaimReview]) -> Option<Settled> {
     })
 }
 
-/// Makes `draft` rest on the deciding reviews (`Retrieval::deciding_reviews`), if there are
-/// any; otherwise the draft is left as the model or the bot wrote it. The model's explanation
-/// is kept only when it reached the verdict the checks settle.
+/// Checks named and settled at most (the reply names these; the rest are for `check`).
+pub const MAX_NAMED: usize = 3;
+
+/// Makes `draft` rest on the deciding reviews (`Retrieval::deciding_reviews`, the first
+/// [`MAX_NAMED`]), if there are any; otherwise the draft is left as the model or the bot wrote
+/// it. The model's explanation is kept only when it reached the verdict the checks settle.
+/// Verification judges the model's words: a revision is kept when it reaches the same verdict,
+/// a withdrawal drops them — and the verdict, which is the fact-checkers' (of this very claim,
+/// by the calibrated decision), not the model's, stands with the checks named.
 pub fn answer(draft: &mut Draft, reviews: &[ClaimReview], post: &Post) {
     use super::factcheck::reply_sentence;
+    let reviews = &reviews[..reviews.len().min(MAX_NAMED)];
     let Some(settled) = settle(reviews) else {
         return;
     };
@@ -308,6 +328,19 @@ mod tests {
         let again = d.text.clone();
         answer(&mut d, &checks, &post());
         assert_eq!(d.text, again);
+        // Withdrawn by verification (the bot's "could not verify"): the model's words go, the
+        // checks' verdict stays.
+        let mut withdrawn = insufficient();
+        answer(&mut withdrawn, &checks, &post());
+        assert_eq!(
+            (withdrawn.outcome, withdrawn.verdict),
+            (Outcome::Reply, Some(Verdict::Inaccurate))
+        );
+        assert!(
+            withdrawn.text.starts_with("This post is false. Fact-checked: Snopes"),
+            "{}",
+            withdrawn.text
+        );
         let mut accurate = Draft {
             outcome: Outcome::Reply,
             text: format!("{} It is.", crate::pipeline::verdict::sentence(Verdict::Accurate, "en")),
