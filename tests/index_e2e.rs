@@ -483,3 +483,100 @@ test_resolve = ["{HOST}={addr}"]
     assert!(metrics.contains("fact_checks_total{outcome=\"named\"} 1"), "{metrics}");
     let _ = daemon.terminate(Duration::from_secs(10));
 }
+
+/// Claim matching end to end on mastodon-mock: a review known only to the fact-check corpus
+/// (imported by `musebot index import` as an operator does; its page carries no markup and no
+/// search finds it) of a claim the post makes in other words. The match step finds it, its page
+/// is fetched through the guard and lands on the fact-checker's site, and the reply rests on it:
+/// the bot's verdict from the rating, the fact-checker by the table's name (not the dump's
+/// `author`), the review linked — and `musebot_claim_matches_total` counts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check() {
+    let sandbox = Sandbox::load();
+    let words =
+        "Doctors and health agencies say there is no evidence that lemon water prevents or cures any viral infection. ";
+    let page = news_page("Lemon water does not cure COVID-19", words);
+    let (addr, _) = feed_server(vec![("/2025/05/lemon-water/".to_string(), page)]).await;
+    let llm = ScriptedLlm::start(Script::routed(scripted)).await;
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = format!(
+        r#"
+[search]
+backends = []
+[index]
+feeds = ["http://{HOST}/feed/rss"]
+[relevance]
+onnxruntime = "{}"
+model = "{}"
+tokenizer = "{}"
+[fetch]
+test_allow_addrs = ["{addr}"]
+test_resolve = ["{HOST}={addr}"]
+"#,
+        sandbox.get("MUSEBOT_ORT_DYLIB"),
+        sandbox.get("MUSEBOT_EMBED_MODEL"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+    );
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
+    let cfg_path = dir.path().join("bot-config.toml");
+    std::fs::write(&cfg_path, &cfg).unwrap();
+    let dump = dir.path().join("reviews.jsonl");
+    let review = json!({"@context": "https://schema.org", "@type": "ClaimReview",
+        "url": format!("http://{HOST}/2025/05/lemon-water/"),
+        "name": "Lemon water does not cure COVID-19",
+        "claimReviewed": "Drinking hot lemon water cures COVID-19",
+        "datePublished": "2025-05-01",
+        "author": {"@type": "Organization", "name": "Totally Real Checkers"},
+        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+    let other = json!({"@type": "ClaimReview", "url": format!("http://{HOST}/2025/05/lemon-prices/"),
+        "claimReviewed": "Lemon prices doubled in Spain this spring", "reviewRating": {"alternateName": "True"}});
+    std::fs::write(&dump, format!("{review}\n{other}\n")).unwrap();
+    let (code, out, err) = musebot(&[
+        "index",
+        "import",
+        dump.to_str().unwrap(),
+        "--config",
+        cfg_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("imported 2"), "{out}");
+
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    let target = mock
+        .post(
+            ALICE_TOKEN,
+            "A glass of hot water with lemon juice will cure you of COVID-19.",
+            None,
+        )
+        .await;
+    mock.post(
+        BOB_TOKEN,
+        "@musebot is this true?",
+        Some(target["id"].as_str().unwrap()),
+    )
+    .await;
+    let posted = daemon
+        .wait_for_replies(&mock, Duration::from_secs(120), |s| !s.is_empty())
+        .await;
+    let reply = thread_text(&posted);
+    let log = daemon.log_text();
+    assert!(
+        reply.contains("This post is false. Fact-checked: FactCheck.org rated it \"False\" (2025-05-01)"),
+        "{reply}\n{log}"
+    );
+    assert!(
+        reply.contains(&format!("http://{HOST}/2025/05/lemon-water/")),
+        "{reply}"
+    );
+    assert!(
+        !reply.contains("Totally Real") && !reply.contains("lemon-prices"),
+        "{reply}"
+    );
+    assert!(!reply.to_lowercase().contains("could not verify"), "{reply}");
+    let metrics = daemon.http_get("/metrics").await;
+    assert!(metrics.contains("musebot_claim_matches_total 1"), "{metrics}");
+    let _ = daemon.terminate(Duration::from_secs(10));
+}
