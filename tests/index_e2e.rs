@@ -407,18 +407,10 @@ fn scripted(body: &Value) -> String {
     "none".into()
 }
 
-/// The daemon with no web search at all: the index's refresher reads the feed at start, the
-/// mention's queries find the fact-check there, and the reply names the fact-checker, their
-/// rating and date, and cites the review.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fact_check_found_only_in_the_index_is_named_in_the_reply() {
-    let sandbox = Sandbox::load();
-    let (addr, _) = feed_server(Vec::new()).await;
-    let llm = ScriptedLlm::start(Script::routed(scripted)).await;
-    let mock = MockMastodon::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let extra = format!(
+/// The daemon's settings for the Muse pipeline with no web search: the index of the feed
+/// server's RSS feed, the sandbox's relevance model, the feed server let through the guard.
+fn muse_on_the_index(sandbox: &Sandbox, addr: std::net::SocketAddr) -> String {
+    format!(
         r#"
 [search]
 backends = []
@@ -435,7 +427,21 @@ test_resolve = ["{HOST}={addr}"]
         sandbox.get("MUSEBOT_ORT_DYLIB"),
         sandbox.get("MUSEBOT_EMBED_MODEL"),
         sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
-    );
+    )
+}
+
+/// The daemon with no web search at all: the index's refresher reads the feed at start, the
+/// mention's queries find the fact-check there, and the reply names the fact-checker, their
+/// rating and date, and cites the review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fact_check_found_only_in_the_index_is_named_in_the_reply() {
+    let sandbox = Sandbox::load();
+    let (addr, _) = feed_server(Vec::new()).await;
+    let llm = ScriptedLlm::start(Script::routed(scripted)).await;
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = muse_on_the_index(&sandbox, addr);
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     assert!(cfg.contains("pipeline = \"muse\""));
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
@@ -501,24 +507,7 @@ async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check(
     let mock = MockMastodon::start().await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let extra = format!(
-        r#"
-[search]
-backends = []
-[index]
-feeds = ["http://{HOST}/feed/rss"]
-[relevance]
-onnxruntime = "{}"
-model = "{}"
-tokenizer = "{}"
-[fetch]
-test_allow_addrs = ["{addr}"]
-test_resolve = ["{HOST}={addr}"]
-"#,
-        sandbox.get("MUSEBOT_ORT_DYLIB"),
-        sandbox.get("MUSEBOT_EMBED_MODEL"),
-        sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
-    );
+    let extra = muse_on_the_index(&sandbox, addr);
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
