@@ -119,14 +119,24 @@ async fn main() {
     tokenizer.with_truncation(None).unwrap();
     tokenizer.with_padding(None);
     let count = |t: &str| tokenizer.encode(t, false).map(|e| e.get_ids().len()).unwrap_or(0) as f64;
+    // Pages are cited at the URL they landed on, in normalised form (host as every rule
+    // compares it, no trailing slash): the bench looks them up the same way.
+    let page_key = |u: &str| -> String {
+        let host = musebot::credibility::host_of(u).unwrap_or_default();
+        let path = url::Url::parse(u)
+            .map(|x| x.path().trim_end_matches('/').to_string())
+            .unwrap_or_default();
+        format!("{host}{path}")
+    };
     let page_text: BTreeMap<String, String> = urls
         .iter()
         .map(|u| {
             let key = u.rsplit('/').next().unwrap();
             let html = std::fs::read_to_string(data.join(format!("extraction/html/{key}.html"))).unwrap();
-            (u.clone(), musebot::extract::extract(&html, Some(u)).text)
+            (page_key(u), musebot::extract::extract(&html, Some(u)).text)
         })
         .collect();
+    let mut pages_found = 0usize;
     let evidence_system = prompts
         .render("evidence.system.j2", minijinja::context! { n => 1 })
         .unwrap();
@@ -196,10 +206,12 @@ async fn main() {
                 .filter(|d| d.reason.as_str() == "no evidence")
                 .map(|d| &d.url),
         ) {
+            // A page the bench cannot find is an error, never a page of zero tokens.
             let full: String = page_text
-                .get(e)
+                .get(&page_key(e))
                 .map(|t| t.chars().take(20_000).collect())
-                .unwrap_or_default();
+                .unwrap_or_else(|| panic!("the bench has no text for the evidence page {e} (key {})", page_key(e)));
+            pages_found += 1;
             let mut ctx = serde_json::Map::new();
             ctx.insert("author".into(), json!(post.author_display_name));
             ctx.insert("created_at".into(), json!(post.created_at.to_rfc3339()));
@@ -246,7 +258,7 @@ async fn main() {
     println!();
     println!("  relevant pages — changed: relevance.threshold = 0.0, credibility.include_unknown = true");
     println!(
-        "  pages read per post: {:.1}   pages sent to evidence per post: {:.1}",
+        "  pages read per post: {:.1}   pages sent to evidence per post: {:.1}   pages whose text the bench found: {pages_found} of {pages_evidence}",
         pages_read as f64 / n as f64,
         pages_evidence as f64 / n as f64
     );
@@ -282,10 +294,9 @@ async fn main() {
     println!("  LLM input tokens per post (WordPiece, same tokenizer for both), relevant-pages run");
     println!("  {:<34} {:>10.0}", "musebot (top passages)", o);
     println!("  {:<34} {:>10.0}", "Muse scheme (whole page ≤ 20k chars)", m);
-    println!("  {:<34} {:>9.1}%", "ratio", 100.0 * o / m);
+    println!("  ratio: {:.1}%", 100.0 * o / m);
     println!(
-        "  {:<34} {:>9.1}%",
-        "ratio, evidence prompts only",
+        "  ratio, evidence prompts only: {:.1}%",
         100.0 * ours_evidence / muse_evidence
     );
     // Linux: the kernel's high-water mark of this process (pipeline, model sessions, and the
