@@ -269,7 +269,7 @@ fn main() {
         train_path.display()
     );
     println!(
-        "settings: shipped defaults (claims.same_claim {:.2}, BM25 weight {}, depth {}), model {} ({} thread sessions)",
+        "settings: shipped defaults (claims.same_claim {:.2}, BM25 weight {}, depth {}), model {} ({} thread sessions); changed: relevance.multilingual_model set as the sandbox sets it (MUSEBOT_BENCH_MULTILINGUAL=0: not)",
         config.same_claim,
         musebot::claims::matcher::BM25_WEIGHT,
         musebot::claims::matcher::DEPTH,

@@ -479,8 +479,8 @@ fn claims_match(config: &Config, text: &str, lang: Option<String>) -> anyhow::Re
             c.cosine.map_or("none".to_string(), |x| format!("{x:.3}")),
             c.bm25,
             if c.same_claim { " SAME CLAIM" } else { "" },
-            c.entry.title,
-            r.claim,
+            crate::model::rating::clean(&c.entry.title),
+            crate::model::rating::clean(&r.claim),
             crate::model::rating::clean(&r.rating),
             r.url
         );

@@ -4,7 +4,8 @@
 //! per feed, with the feeds' validators as the commit's payload; then drops items past the age
 //! and size bounds. A feed or page that fails is reported and skipped; the next refresh tries
 //! again (an item lost to an outage keeps its feed's old validators, so it is not hidden
-//! behind a 304).
+//! behind a 304). With a [`ClaimsSink`], the `ClaimReview`s of the items it holds join the
+//! fact-check corpus (`claims::import`) after each feed's commit.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;

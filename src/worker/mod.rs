@@ -1,5 +1,5 @@
 //! Workers: the one stage machine. A worker runs a job's remaining stages (resolve → draft →
-//! compose → post) in order on the job's own platform, persisting each output before the next
+//! verify → compose → [review] → post) in order on the job's own platform, persisting each output before the next
 //! (so a restart resumes at the first missing one). The daemon feeds it through
 //! [`dispatch`]; `musebot check` runs the same loop on a platform that never posts.
 

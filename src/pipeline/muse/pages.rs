@@ -7,8 +7,9 @@
 //! For a post with images, a page whose main image is the post's picture ([`super::visual`]) is
 //! relevant whatever its text scores. A post not in English is scored by the multilingual
 //! model when one is configured ([`Scale`]). The claim each kept page's fact-check reviewed is
-//! scored against the post too (a check of another claim is not named), and API reviews follow
-//! their page's redirect. Fills `Retrieval::pages` (tier, then relevance); costs no LLM tokens.
+//! scored against the post too — below the relevance threshold it is a check of another claim,
+//! at or above `claims.same_claim` the post's own claim — and marked with the fact-checker
+//! whose page it is (`credibility::factcheckers`), and API reviews follow their page's redirect. Fills `Retrieval::pages` (tier, then relevance); costs no LLM tokens.
 
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};

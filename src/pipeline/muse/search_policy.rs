@@ -5,7 +5,8 @@
 //! `Retrieval::fact_checks`), then Muse's publisher rules — links from publishers that are not
 //! credible are dropped (`Muse::citable`: blocked domains, social posts, the credibility
 //! rule), at most [`PER_TIER_PER_QUERY`] per tier per query (or image), each
-//! URL once. A failed reverse search costs only its image's links. Fills `Retrieval::candidates`; costs no LLM tokens. When every query failed (network,
+//! URL once; the deciding claim matches' pages (`known::candidates`) come first. A failed
+//! reverse search costs only its image's links. Fills `Retrieval::candidates`; costs no LLM tokens. When every query failed (network,
 //! 5xx, 429, a refused key) that is an outage, not an empty result: the step fails and the job
 //! is tried again later, and nothing is checkpointed.
 
