@@ -136,6 +136,10 @@ async fn main() {
                 reply: config.reply.clone(),
                 limits: config.limits.clone(),
                 privacy: config.privacy.clone(),
+                living: musebot::config::LivingConfig {
+                    enabled: false,
+                    ..config.living.clone()
+                },
                 retry_base: Duration::from_secs(5),
             };
             let job = Job::new(Trigger {

@@ -113,6 +113,7 @@ async fn main() {
         blocked_domains: Vec::new(),
         matcher: None,
         claims: musebot::claims::ClaimsConfig::default(),
+        memory: None,
     };
     let tokenizer = tokenizers::Tokenizer::from_file(&sandbox["MUSEBOT_EMBED_TOKENIZER"]).unwrap();
     let mut tokenizer = tokenizer;

@@ -58,6 +58,10 @@ pub async fn check(
     let kind = platform.kind;
     let store = Store::open_temporary()?;
     let metrics = Metrics::new();
+    // One post, one temporary store: nothing is kept or remembered.
+    let mut config = config.clone();
+    config.living.enabled = false;
+    let config = &config;
     let pipeline = crate::pipeline::build(config, Some(store.clone()), Some(metrics.clone()), before)?;
     let worker = worker(config, store.clone(), pipeline, platform, metrics);
     let job = flag_job(kind, "check", target);
@@ -123,6 +127,11 @@ pub fn worker(
         reply: config.reply.clone(),
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
+        // `check` and `eval` post nothing: there is no answer to keep.
+        living: crate::config::LivingConfig {
+            enabled: false,
+            ..config.living.clone()
+        },
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     }
 }

@@ -235,9 +235,45 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         reply: config.reply.clone(),
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
+        living: config.living.clone(),
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     });
 
+    if config.living.enabled {
+        // A reply's life after posting (`living/`): timers → re-check jobs, the posts
+        // followed, and kept claims matched against new reviews.
+        background.spawn(
+            crate::living::schedule::Scheduler {
+                store: store.clone(),
+                config: config.living.clone(),
+                metrics: Some(worker.metrics.clone()),
+            }
+            .run(shutdown.clone()),
+        );
+        background.spawn(
+            crate::living::follow::Follower {
+                store: store.clone(),
+                config: config.living.clone(),
+                platforms: worker.platforms.clone(),
+                metrics: Some(worker.metrics.clone()),
+            }
+            .run(shutdown.clone()),
+        );
+        if let Some(m) = &worker.pipeline.muse {
+            if let Some(matcher) = &m.matcher {
+                background.spawn(
+                    crate::living::rematch::Rematcher {
+                        store: store.clone(),
+                        config: config.living.clone(),
+                        matcher: matcher.clone(),
+                        credibility: m.credibility.clone(),
+                        candidates: config.claims.candidates,
+                    }
+                    .run(shutdown.clone()),
+                );
+            }
+        }
+    }
     background.spawn(prune_hourly(store.clone(), retention, shutdown.clone()));
     let intake_stop = shutdown.child_token();
     for source in sources {

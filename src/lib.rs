@@ -19,6 +19,7 @@ pub mod index;
 pub mod inspect;
 pub mod intake;
 pub mod lang;
+pub mod living;
 pub mod llm;
 pub mod metrics;
 pub mod model;

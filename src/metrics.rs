@@ -86,6 +86,8 @@ pub struct Metrics {
     pub fact_checks: Family<OutcomeLabel, Counter>,
     /// Fact-checks of the post's own claim found by claim matching that a reply rested on.
     pub claim_matches: Counter,
+    /// A reply's life after posting, by event (recheck|update|deletion|withdrawn|memory).
+    pub living: Family<OutcomeLabel, Counter>,
     /// Reads of the evidence index's feeds by outcome, and the items it holds.
     pub feed_reads: Family<OutcomeLabel, Counter>,
     pub index_items: Gauge,
@@ -120,6 +122,12 @@ impl Metrics {
         let verifications = Family::<OutcomeLabel, Counter>::default();
         let fact_checks = Family::<OutcomeLabel, Counter>::default();
         let claim_matches = Counter::default();
+        let living = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "living",
+            "Living replies by event: recheck (a re-check job made), update (an update posted or an edit made), deletion (an answer deleted because its post was), withdrawn (an answer a moderator withdrew), memory (a post answered from a kept answer's evidence)",
+            living.clone(),
+        );
         let feed_reads = Family::<OutcomeLabel, Counter>::default();
         let index_items = Gauge::default();
         registry.register(
@@ -189,6 +197,7 @@ impl Metrics {
             verifications,
             fact_checks,
             claim_matches,
+            living,
             feed_reads,
             index_items,
             budget_tokens,
@@ -280,6 +289,12 @@ impl Metrics {
     /// Matches of the fact-check corpus a reply rested on.
     pub fn claim_matches_used(&self, n: usize) {
         self.claim_matches.inc_by(n as u64);
+    }
+
+    /// One event of a reply's life after posting (`recheck`, `update`, `deletion`,
+    /// `withdrawn`, `memory`).
+    pub fn living(&self, event: &str) {
+        self.living.get_or_create(&OutcomeLabel { outcome: event.into() }).inc();
     }
 
     /// One read of an index feed (`read`, `not_modified`, `failed`), and the items now held.

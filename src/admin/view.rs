@@ -25,6 +25,7 @@ fn cause(c: &Cause) -> String {
         Cause::HashtagHit { tag } => format!("hashtag #{tag}"),
         Cause::ModeratorFlag { moderator } => format!("moderator {moderator}"),
         Cause::Command { command } => format!("command {}", command.as_str()),
+        Cause::Recheck { of, why, .. } => format!("re-check ({}) of {of}", why.as_str()),
     }
 }
 

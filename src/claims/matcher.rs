@@ -54,6 +54,17 @@ pub enum Space {
     WordsOnly,
 }
 
+impl Space {
+    /// The name a kept answer's vector carries (vectors of two spaces are never compared).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Space::English => "english",
+            Space::Multilingual => "multilingual",
+            Space::WordsOnly => "words",
+        }
+    }
+}
+
 pub struct Matcher {
     corpus: Corpus,
     vectors: VectorCache,
@@ -145,6 +156,17 @@ impl Matcher {
         }
     }
 
+    /// The space a post's own vector is made in for claim memory (kept answers against new
+    /// posts): the configured models, whatever the corpus holds.
+    pub fn memory_space(&self, language: Option<&str>) -> Space {
+        let english = language.is_none_or(|l| l == "en");
+        match (english, self.embedder.is_some(), self.multilingual.is_some()) {
+            (false, _, true) => Space::Multilingual,
+            (true, true, _) => Space::English,
+            _ => Space::WordsOnly,
+        }
+    }
+
     /// The threshold of a space.
     pub fn threshold(&self, space: Space) -> f32 {
         match space {
@@ -170,6 +192,18 @@ impl Matcher {
     /// The `k` best candidates for `text` (a post's text with its images' text), best first
     /// (CPU-bound: call from a blocking thread). Sees the latest commit first.
     pub fn find(&self, text: &str, language: Option<&str>, k: usize) -> Result<(Space, Vec<Candidate>), CorpusError> {
+        self.find_with_vector(text, language, k).map(|(s, c, _)| (s, c))
+    }
+
+    /// [`Matcher::find`], with the post's own vector in its space (what a kept answer is
+    /// remembered by).
+    #[allow(clippy::type_complexity)]
+    pub fn find_with_vector(
+        &self,
+        text: &str,
+        language: Option<&str>,
+        k: usize,
+    ) -> Result<(Space, Vec<Candidate>, Option<Vec<f32>>), CorpusError> {
         let _ = self.corpus.reader.reload();
         let text = clean_post(text);
         let space = self.space(language);
@@ -252,7 +286,7 @@ impl Matcher {
                 same_claim: space != Space::WordsOnly && cosine.is_some_and(|c| c >= threshold),
             });
         }
-        Ok((space, out))
+        Ok((space, out, query_vec))
     }
 }
 

@@ -252,6 +252,12 @@ impl Corpus {
         Ok(self.reader.reload()?)
     }
 
+    /// The corpus's generation: the last commit's opstamp (any process's), which grows with
+    /// every import batch and feed commit.
+    pub fn generation(&self) -> u64 {
+        self.index.load_metas().map(|m| m.opstamp).unwrap_or(0)
+    }
+
     /// The models of the last commit's vectors.
     pub fn models(&self) -> Models {
         self.index

@@ -7,6 +7,7 @@ mod bluesky;
 mod budget;
 mod eval;
 mod images;
+mod living;
 mod moderation;
 mod validate;
 
@@ -15,6 +16,7 @@ pub use bluesky::{BlueskyConfig, BlueskyMode};
 pub use budget::{BudgetConfig, Price};
 pub use eval::{EvalConfig, JudgeConfig};
 pub use images::{ImagesConfig, VisionConfig};
+pub use living::{duration, Corrections, LivingConfig};
 pub use moderation::ModerationConfig;
 
 use serde::{Deserialize, Serialize};
@@ -46,6 +48,7 @@ pub struct Config {
     pub moderation: ModerationConfig,
     pub budget: BudgetConfig,
     pub admin: AdminConfig,
+    pub living: LivingConfig,
     pub eval: EvalConfig,
 }
 

@@ -39,6 +39,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         ops::moderation,
         ops::budget,
         ops::admin,
+        ops::living,
         ops::eval,
     ] {
         section(c, &mut p);

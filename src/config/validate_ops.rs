@@ -1,5 +1,5 @@
 //! Validation of the operators' and moderators' sections: `[moderation]`, `[budget]`,
-//! `[admin]`, `[eval]`, `[index]` (each problem as `key: problem — fix`, like the rest of `validate.rs`).
+//! `[admin]`, `[living]`, `[eval]`, `[index]` (each problem as `key: problem — fix`, like the rest of `validate.rs`).
 
 use super::super::Config;
 use super::Problems;
@@ -267,5 +267,86 @@ pub(super) fn index(c: &Config, p: &mut Problems) {
         if value < floor {
             p.bad(key, format!("is {value}"), fix);
         }
+    }
+}
+
+/// `[living]`.
+pub(super) fn living(c: &Config, p: &mut Problems) {
+    let l = &c.living;
+    if !l.enabled {
+        return;
+    }
+    if l.keep_days == 0 || l.keep_days > 90 {
+        p.bad(
+            "living.keep_days",
+            format!("is {}", l.keep_days),
+            "keep answered posts 1 to 90 days (7 is the default)",
+        );
+    } else if l.keep_days > c.daemon.keep_days {
+        p.bad(
+            "living.keep_days",
+            format!(
+                "is {}, longer than daemon.keep_days ({})",
+                l.keep_days, c.daemon.keep_days
+            ),
+            "keep answered posts no longer than their jobs (claim memory reads the job)",
+        );
+    }
+    for d in &l.recheck_after {
+        match super::super::duration(d) {
+            None => p.bad(
+                "living.recheck_after",
+                format!("has `{d}`"),
+                "write each delay as a number and one unit: \"90s\", \"30m\", \"1h\", \"2d\"",
+            ),
+            Some(x) if x > l.keep() => p.bad(
+                "living.recheck_after",
+                format!("has `{d}`, after living.keep_days"),
+                "re-check within the days a post is kept, or keep it longer",
+            ),
+            Some(_) => {}
+        }
+    }
+    if l.recheck_after.len() > 10 {
+        p.bad(
+            "living.recheck_after",
+            format!("has {} delays", l.recheck_after.len()),
+            "set at most 10",
+        );
+    }
+    if l.max_updates > 10 {
+        p.bad(
+            "living.max_updates",
+            format!("is {}", l.max_updates),
+            "allow 0 to 10 updates a thread (2 is the default)",
+        );
+    }
+    if l.follow_secs < 5 || l.follow_secs > 86_400 {
+        p.bad(
+            "living.follow_secs",
+            format!("is {}", l.follow_secs),
+            "look at kept posts every 5 to 86400 seconds (60 is the default)",
+        );
+    }
+    if l.follow_batch == 0 || l.follow_batch > 1000 {
+        p.bad(
+            "living.follow_batch",
+            format!("is {}", l.follow_batch),
+            "look at 1 to 1000 kept posts a round",
+        );
+    }
+    if l.max_pending_rechecks == 0 || l.max_pending_rechecks > 100 {
+        p.bad(
+            "living.max_pending_rechecks",
+            format!("is {}", l.max_pending_rechecks),
+            "let 1 to 100 re-checks wait at once (2 is the default)",
+        );
+    }
+    if l.rematch_batch == 0 || l.rematch_batch > 100_000 {
+        p.bad(
+            "living.rematch_batch",
+            format!("is {}", l.rematch_batch),
+            "match 1 to 100000 kept claims a round",
+        );
     }
 }

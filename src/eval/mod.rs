@@ -92,6 +92,8 @@ pub async fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<String> {
     let mut config = config.clone();
     // Images named in the file may be local files: allowed here, as in `check --image`.
     config.images.local_files = input.posts.iter().flat_map(|p| &p.images).any(|i| !i.contains("://"));
+    // Each post is measured on its own: no answer is kept, none lends its evidence to another.
+    config.living.enabled = false;
     let store = Store::open_temporary()?;
     let metrics = crate::metrics::Metrics::new();
     let pipeline = if args.experts_only {

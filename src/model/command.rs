@@ -1,6 +1,8 @@
 //! What a mention can ask of the bot besides a check: a moderator's command (`watch #tag`,
 //! `unwatch #tag`, `check <post URL>`, `pause`, `resume`, `status`, `approve <id>`,
-//! `reject <id>`) or anyone's opt-out (`stop`) and opt-in (`start`). Parsed from the mention's
+//! `reject <id>`, `withdraw[: reason]` under the bot's answer), the asker's or a moderator's
+//! `recheck` (under the answer or the checked post), or anyone's opt-out (`stop`) and opt-in
+//! (`start`). Parsed from the mention's
 //! plain text: the leading `@handles` are dropped and what is left must be exactly one command
 //! (case-insensitive, trailing punctuation ignored), so a request such as "@musebot is this
 //! true? stop spreading this" is never read as one.
@@ -26,6 +28,11 @@ pub enum Command {
     /// The author opts out: never checked or mentioned again until `start`.
     Stop,
     Start,
+    /// Look at the answered post again (the asker or a moderator; given in reply to the bot's
+    /// answer, or to the checked post).
+    Recheck,
+    /// Delete the bot's answer (a moderator; in reply to it), with the moderator's reason.
+    Withdraw(String),
     /// A moderator's mention that starts with a command word but does not parse
     /// (`watch #a #b`, `approve` without an id): answered with how to write it.
     Unclear(String),
@@ -44,13 +51,16 @@ impl Command {
             Command::Reject(_) => "reject",
             Command::Stop => "stop",
             Command::Start => "start",
+            Command::Recheck => "recheck",
+            Command::Withdraw(_) => "withdraw",
             Command::Unclear(_) => "unclear",
         }
     }
 
-    /// Whether only a configured moderator may give it (all but `stop` and `start`).
+    /// Whether only a configured moderator may give it (all but `stop`, `start` and
+    /// `recheck`, which the asker of the answer may give too: the resolve stage checks whom).
     pub fn for_moderators(&self) -> bool {
-        !matches!(self, Command::Stop | Command::Start)
+        !matches!(self, Command::Stop | Command::Start | Command::Recheck)
     }
 
     /// The command a mention's plain text gives, if it is exactly one.
@@ -74,6 +84,11 @@ impl Command {
             ("reject", Some(a), 2) => Command::Reject(id(a)?),
             ("stop", None, 1) => Command::Stop,
             ("start", None, 1) => Command::Start,
+            ("recheck", None, 1) => Command::Recheck,
+            ("withdraw", None, 1) => Command::Withdraw(String::new()),
+            // A reason only after a colon ("withdraw: wrong post"), so a request that starts
+            // with the word ("@bot withdraw from NATO means…") is not a command.
+            ("withdraw", Some(_), _) if verb_ends_with_colon(text) => Command::Withdraw(reason(text)),
             _ => return None,
         };
         Some(command)
@@ -91,6 +106,25 @@ pub fn attempted(text: &str) -> Option<&'static str> {
     ["watch", "unwatch", "pause", "resume", "status", "approve", "reject"]
         .into_iter()
         .find(|v| *v == word)
+}
+
+fn verb_ends_with_colon(text: &str) -> bool {
+    text.split_whitespace()
+        .find(|w| !w.starts_with('@'))
+        .is_some_and(|w| w.ends_with(':'))
+}
+
+/// A moderator's reason: the text after the command's colon, whitespace collapsed, cut at
+/// 300 characters (logged, never posted).
+fn reason(text: &str) -> String {
+    let rest = text.split_once(':').map_or("", |(_, r)| r);
+    rest.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(300)
+        .collect()
 }
 
 /// A hashtag as the bot keys it: without `#`, lower case, letters, digits and `_` only.
@@ -154,6 +188,17 @@ mod tests {
             Command::parse(&format!("@musebot.bsky.social reject {bluesky}")),
             Some(Command::Reject(bluesky.into()))
         );
+        assert_eq!(Command::parse("@musebot recheck"), Some(Command::Recheck));
+        assert_eq!(
+            Command::parse("@musebot withdraw"),
+            Some(Command::Withdraw(String::new()))
+        );
+        assert_eq!(
+            Command::parse("@musebot Withdraw: wrong post, sorry"),
+            Some(Command::Withdraw("wrong post, sorry".into()))
+        );
+        assert!(!Command::Recheck.for_moderators());
+        assert!(Command::Withdraw(String::new()).for_moderators());
         // The Bluesky app writes links without their scheme in the text.
         assert_eq!(
             Command::parse("@musebot.bsky.social check bsky.app/profile/a.bsky.social/post/3kx"),
@@ -171,6 +216,8 @@ mod tests {
             "@musebot watch #a #b",
             "@musebot watch #",
             "@musebot status?? of the vaccine",
+            "@musebot withdraw from NATO would cost nothing?",
+            "@musebot recheck this one",
             "stop @musebot is wrong",
             "@musebot",
             "",

@@ -78,6 +78,9 @@ pub enum SkipReason {
     /// A watched hashtag's policy declined the post (paused, a reply, too old, the tag's or
     /// the author's cap, nothing checkable…): why.
     Policy(String),
+    /// A re-check reached what the thread already says (or the thread is closed to updates:
+    /// withdrawn, gone, `max_updates` reached): nothing is posted. Why.
+    Unchanged(String),
 }
 
 impl SkipReason {
@@ -96,6 +99,7 @@ impl SkipReason {
             SkipReason::Policy(_) => "policy",
             SkipReason::Rejected(_) => "rejected",
             SkipReason::ReviewExpired => "review_expired",
+            SkipReason::Unchanged(_) => "unchanged",
         }
     }
 }
@@ -121,6 +125,10 @@ pub struct Plan {
     /// The parts were re-split counting text as written, after the server refused one as too long.
     #[serde(default)]
     pub as_written: bool,
+    /// A correction made by editing `reply_to` (the bot's own first part) with `parts[0]`
+    /// instead of posting under it (`living.corrections = "edit"`, Mastodon).
+    #[serde(default)]
+    pub edit: bool,
 }
 
 /// Where a job stands overall.

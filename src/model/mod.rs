@@ -10,6 +10,7 @@ mod factcheck;
 mod ids;
 mod job;
 mod legacy;
+mod living;
 mod moderation;
 mod post;
 pub mod rating;
@@ -26,6 +27,7 @@ pub use factcheck::{ClaimMatch, ClaimReview, RatingHint, ReviewSource};
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use legacy::{decode_job, DecodeError};
+pub use living::{ClaimVector, Kept, Recalled, RecheckWhy, UpdateRecord};
 pub use moderation::{OptOut, Spend, TagPolicy, TagWatch};
 pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
 pub use retrieval::{

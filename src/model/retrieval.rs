@@ -167,6 +167,14 @@ pub struct Retrieval {
     /// until that step ran.
     #[serde(default)]
     pub matches: Option<Vec<super::factcheck::ClaimMatch>>,
+    /// The claim matcher's vector of the post's claim (the `match` step): what a kept post is
+    /// matched by (claim memory, new reviews).
+    #[serde(default)]
+    pub claim_vector: Option<super::living::ClaimVector>,
+    /// Claim memory (the `recall` step): the kept answer whose evidence this one reuses, or
+    /// none; `None` until that step ran.
+    #[serde(default)]
+    pub recalled: Option<super::living::Recalled>,
     pub dropped: Vec<Dropped>,
     pub unverified_quotes: usize,
 }

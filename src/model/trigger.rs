@@ -21,6 +21,15 @@ pub enum Cause {
     /// A mention that gives the bot a command (a moderator's, or anyone's `stop`/`start`):
     /// answered with an acknowledgement, never a check.
     Command { command: Command },
+    /// A re-check of an answered post (`living`): the trigger copies the answered one's
+    /// (target, author, language); `of` is the answering job, `n` the timer's number, `asked`
+    /// whether that answer had a requester (it is addressed again, and nobody else).
+    Recheck {
+        of: String,
+        n: u32,
+        why: super::living::RecheckWhy,
+        asked: bool,
+    },
 }
 
 impl Cause {
@@ -30,6 +39,7 @@ impl Cause {
             Cause::HashtagHit { .. } => "hashtag",
             Cause::ModeratorFlag { .. } => "moderator",
             Cause::Command { .. } => "command",
+            Cause::Recheck { .. } => "recheck",
         }
     }
 }
@@ -124,7 +134,8 @@ impl Trigger {
     pub fn requester(&self) -> Option<&Account> {
         match self.cause {
             Cause::Mention | Cause::Command { .. } => Some(&self.author),
-            Cause::HashtagHit { .. } | Cause::ModeratorFlag { .. } => None,
+            Cause::Recheck { asked: true, .. } => Some(&self.author),
+            Cause::HashtagHit { .. } | Cause::ModeratorFlag { .. } | Cause::Recheck { .. } => None,
         }
     }
 
@@ -132,7 +143,8 @@ impl Trigger {
     /// `platform:notification` form of the first stores.
     pub fn job_id(&self) -> String {
         let p = self.platform.as_str();
-        match self.cause {
+        match &self.cause {
+            Cause::Recheck { of, n, .. } => format!("{p}:recheck:{of}:{n}"),
             Cause::Mention => format!("{p}:{}", self.event_id),
             Cause::HashtagHit { .. } => format!("{p}:tag:{}", self.event_id),
             Cause::ModeratorFlag { .. } => format!("{p}:mod:{}", self.event_id),

@@ -134,3 +134,23 @@ mod tests {
         assert!(status("nl", &[], &["a".into()], true, 1, false).ends_with("Hun id's staan op de beheerpagina."));
     }
 }
+
+/// `recheck`: set, or why the answer can be updated no more (`gone`: deleted).
+pub fn recheck(lang: &str, closed: Option<bool>) -> String {
+    match closed {
+        None => say(lang, "ack_recheck", ()),
+        Some(gone) => {
+            let why = say(lang, if gone { "why_gone" } else { "why_max_updates" }, ());
+            say(lang, "ack_recheck_closed", context! { why })
+        }
+    }
+}
+
+/// `recheck` or `withdraw` where the bot has no answer.
+pub fn no_answer_here(lang: &str) -> String {
+    say(lang, "ack_no_answer_here", ())
+}
+
+pub fn withdrawn(lang: &str, parts: usize) -> String {
+    say(lang, "ack_withdrawn", context! { parts })
+}

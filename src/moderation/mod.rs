@@ -387,6 +387,8 @@ impl Moderation {
                 ack::start(lang)
             }
             Command::Check(url) => ack::check(lang, url),
+            // Carried out by the worker, which reaches the platform (`worker/recheck.rs`).
+            Command::Recheck | Command::Withdraw(_) => ack::usage(lang, command.as_str()),
             Command::Unclear(verb) => ack::usage(lang, verb),
             Command::Approve(id) => self.decide(
                 platform,
@@ -456,6 +458,10 @@ impl Moderation {
             Cause::HashtagHit { .. } => "hashtag",
             Cause::ModeratorFlag { .. } => "moderator",
             Cause::Command { .. } => return false,
+            // An update is held like the answer it updates: the asker's like a mention's, a
+            // hashtag hit's or a flag's like a hit's.
+            Cause::Recheck { asked: true, .. } => "mention",
+            Cause::Recheck { .. } => "hashtag",
         };
         self.config.review.iter().any(|k| k == kind)
     }

@@ -195,6 +195,9 @@ pub fn build(
                 blocked_domains: config.moderation.blocked_domains.clone(),
                 matcher: matcher(config, &embedder, &multilingual, &models),
                 claims: config.claims.clone(),
+                memory: (config.living.enabled && config.living.memory)
+                    .then(|| store.clone().map(|store| muse::recall::Memory { store }))
+                    .flatten(),
             }))
         }
     };

@@ -30,6 +30,9 @@ pub struct Double {
     pub posted: Mutex<Vec<(String, String, String)>>,
     /// Every call, in order (for "what was tried").
     pub calls: Mutex<Vec<Call>>,
+    /// Parts deleted, and edits made (id, new text), in order.
+    pub deleted: Mutex<Vec<String>>,
+    pub edited: Mutex<Vec<(String, String)>>,
 }
 
 impl Double {
@@ -41,6 +44,8 @@ impl Double {
             failures: Mutex::default(),
             posted: Mutex::default(),
             calls: Mutex::default(),
+            deleted: Mutex::default(),
+            edited: Mutex::default(),
         }
     }
 
@@ -110,6 +115,20 @@ impl Double {
         posted.push((key.into(), reply_to.into(), text.into()));
         let i = posted.len() - 1;
         Ok((format!("p{i}"), Some(format!("https://double.example/p{i}"))))
+    }
+
+    pub fn delete(&self, id: &str) -> Result<(), PlatformError> {
+        self.deleted.lock().unwrap().push(id.into());
+        Ok(())
+    }
+
+    pub fn edit(&self, id: &str, text: &str) -> Result<(), PlatformError> {
+        self.edited.lock().unwrap().push((id.into(), text.into()));
+        Ok(())
+    }
+
+    pub fn exists(&self, id: &str) -> bool {
+        self.posts.lock().unwrap().contains_key(id)
     }
 
     pub fn texts(&self) -> Vec<String> {

@@ -142,6 +142,46 @@ impl Platform {
         }
     }
 
+    /// Deletes one of the bot's own posts (a part of its answer); one already gone counts as
+    /// deleted. `musebot check` deletes nothing.
+    pub async fn delete(&self, id: &str) -> Result<(), PlatformError> {
+        match self {
+            Platform::Mastodon(m) => m.delete(id).await,
+            Platform::Bluesky(b) => b.delete(id).await,
+            Platform::DryRun(_) => Ok(()),
+            #[cfg(test)]
+            Platform::Double(d) => d.delete(id),
+        }
+    }
+
+    /// Edits one of the bot's own posts (Mastodon only; elsewhere `Fatal`: post a follow-up).
+    pub async fn edit(&self, id: &str, text: &str, lang: Option<&str>) -> Result<(), PlatformError> {
+        match self {
+            Platform::Mastodon(m) => m.edit(id, text, lang).await,
+            Platform::Bluesky(_) => Err(PlatformError::Fatal("Bluesky has no edit".into())),
+            Platform::DryRun(_) => Ok(()),
+            #[cfg(test)]
+            Platform::Double(d) => d.edit(id, text),
+        }
+    }
+
+    /// Whether a post is still there (the post that asked, when the operator deletes answers
+    /// whose asker deleted it).
+    pub async fn exists(&self, id: &str) -> Result<bool, PlatformError> {
+        match self {
+            Platform::Mastodon(m) => m.exists(id).await,
+            Platform::Bluesky(b) => b.exists(id).await,
+            Platform::DryRun(_) => Ok(true),
+            #[cfg(test)]
+            Platform::Double(d) => Ok(d.exists(id)),
+        }
+    }
+
+    /// Whether the platform can edit a post in place (Mastodon).
+    pub fn can_edit(&self) -> bool {
+        matches!(self, Platform::Mastodon(_))
+    }
+
     /// Where a reply thread hangs: under the checked post on Mastodon (where the thread of the
     /// claim is read), under the post that asked on Bluesky (where replies to a reply are
     /// what the asker and the thread see; the AppView shows them there).

@@ -1,14 +1,16 @@
 //! The only module that touches sled. Trees: `cursors` (stream positions), `jobs` (one JSON
 //! [`Job`] per trigger, any schema [`decode_job`] reads), `replies` (target post → reply ids), `quota` (per-requester counters
 //! and notices), `sessions` (platform login sessions: the tokens a restart refreshes instead of
-//! logging in again). Every write that must survive a crash is flushed before it is acknowledged
+//! logging in again), `living` (answered posts kept for re-checking, their timers: `living.rs`). Every write that must survive a crash is flushed before it is acknowledged
 //! (sled's own background flush runs only every 500 ms).
 
 use std::path::Path;
 
+mod living;
 mod moderation;
 mod prune;
 
+pub use living::Timer;
 pub use prune::{Pruned, Retention};
 
 use chrono::{DateTime, Utc};
@@ -43,6 +45,8 @@ pub struct Store {
     images: sled::Tree,
     /// Watched hashtags, paused flags, opt-outs (`moderation.rs`).
     moderation: sled::Tree,
+    /// Answered posts kept for re-checking and their timers (`living.rs`).
+    living: sled::Tree,
 }
 
 impl Store {
@@ -61,6 +65,7 @@ impl Store {
             sessions: db.open_tree("sessions")?,
             images: db.open_tree("images")?,
             moderation: db.open_tree("moderation")?,
+            living: db.open_tree("living")?,
             db,
         })
     }
@@ -199,6 +204,12 @@ impl Store {
     }
 
     /// Records the reply thread of a target; not overwritten by later answers.
+    /// Forgets the reply recorded for a target (its answer was deleted), flushed.
+    pub fn forget_reply(&self, target_key: &str) -> Result<(), StoreError> {
+        self.replies.remove(target_key)?;
+        self.flush()
+    }
+
     pub fn record_reply(&self, target_key: &str, record: &ReplyRecord) -> Result<(), StoreError> {
         let bytes = serde_json::to_vec(record).expect("reply record serialises");
         let _ = self

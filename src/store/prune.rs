@@ -26,6 +26,8 @@ pub struct Pruned {
     pub replies: usize,
     pub cache: usize,
     pub quota: usize,
+    /// Kept posts past their `living.keep_days` (with their timers).
+    pub kept: usize,
 }
 
 impl Store {
@@ -100,6 +102,7 @@ impl Store {
                 out.quota += 1;
             }
         }
+        out.kept = self.prune_kept(now)?;
         self.flush()?;
         Ok(out)
     }

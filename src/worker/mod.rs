@@ -1,15 +1,20 @@
-//! Workers: the one stage machine. A worker runs a job's remaining stages (resolve → draft →
-//! verify → compose → [review] → post) in order on the job's own platform, persisting each output before the next
-//! (so a restart resumes at the first missing one). The daemon feeds it through
+//! Workers: the one stage machine. A worker runs a job's remaining stages — resolve, draft,
+//! verify, compose, review (only a held draft) and post — in order on the job's own platform,
+//! persisting each output before the next (so a restart resumes at the first missing one). A
+//! re-check of a kept answer (`Cause::Recheck`, [`recheck`]) runs the same six stages; a
+//! finished answer is kept for its re-checks (`crate::living`). The daemon feeds it through
 //! [`dispatch`]; `musebot check` runs the same loop on a platform that never posts.
 
 mod dispatch;
 mod post;
+mod recheck;
 mod resolve;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_lang;
+#[cfg(test)]
+mod tests_living;
 #[cfg(test)]
 mod tests_trust;
 
@@ -75,6 +80,8 @@ pub struct Worker {
     pub reply: ReplyConfig,
     pub limits: LimitsConfig,
     pub privacy: PrivacyConfig,
+    /// `[living]`: what is kept of an answer, its updates, how corrections are made.
+    pub living: crate::config::LivingConfig,
     /// First wait after a transient failure (doubles with each attempt).
     pub retry_base: Duration,
 }
@@ -124,9 +131,16 @@ impl Run<'_> {
             // A crash after the last part was saved, before the job was: finish it.
             tracing::info!("every part was posted before a stop; finishing the job");
             self.record_reply(&job)?;
+            if recheck::of(&job).is_some() {
+                if let Err(e) = self.record_update(&job).await {
+                    tracing::warn!(error = %e, "the update could not be recorded; the next run records it");
+                    return Ok(());
+                }
+            }
             job.status = Status::Done;
             job.updated_at = chrono::Utc::now();
             self.worker.store.save(&job)?;
+            self.keep(&job);
             return Ok(());
         }
         while let Some(stage) = job.next_stage() {
@@ -195,6 +209,7 @@ impl Run<'_> {
                     }
                     self.worker.store.save(&job)?;
                     if job.status == Status::Done {
+                        self.keep(&job);
                         let outcome = job.draft.as_ref().map_or("reply", |d| d.outcome.as_str());
                         self.worker.metrics.job_finished(outcome);
                         let tokens = job.tokens();
@@ -255,6 +270,14 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// A finished answer is kept for re-checking (`living::keep`); a failure costs the
+    /// answer's later life, never the answer (logged).
+    fn keep(&self, job: &Job) {
+        if let Err(e) = crate::living::keep(&self.worker.store, &self.worker.living, job, chrono::Utc::now()) {
+            tracing::warn!(error = %e, "the answer could not be kept for re-checking");
+        }
+    }
+
     /// Adds a stage's LLM tokens to the day's budget and the metrics.
     fn spend(&self, stage: Stage, usage: Usage) {
         if usage == Usage::default() {
@@ -280,6 +303,7 @@ impl Run<'_> {
             Stage::Resolve => self.resolve(job).await,
             Stage::Draft => self.draft(job).await,
             Stage::Verify => self.verify(job).await,
+            Stage::Compose if recheck::of(job).is_some() => self.compose_recheck(job),
             Stage::Compose => self.compose(job),
             Stage::Review => self.review(job),
             Stage::Post => self.post(job).await,
@@ -330,6 +354,9 @@ impl Run<'_> {
                         0
                     };
                     self.worker.metrics.fact_checks(found.len(), named);
+                    if r.recalled.as_ref().is_some_and(|x| x.from.is_some()) {
+                        self.worker.metrics.living("memory");
+                    }
                     let matched = r.matches.iter().flatten().filter(|m| m.decides).count();
                     if matched > 0 && draft.outcome == Outcome::Reply {
                         self.worker.metrics.claim_matches_used(matched);
@@ -417,6 +444,7 @@ impl Run<'_> {
             visibility,
             parts,
             as_written: false,
+            edit: false,
         });
         // Held: what the pipeline wrote (a verdict, or the honest "could not verify"), not the
         // resolve stage's notices.

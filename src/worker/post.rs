@@ -2,7 +2,9 @@
 //! a stable key per part), after the last looks before the first part — a pause, unwatch or
 //! opt-out since the job was queued, an answer given meanwhile by another job, the target
 //! deleted while the reply was drafted ([`crate::platform::Platform::recheck`]) — with a part
-//! refused as too long re-split once, and the reply recorded for its target.
+//! refused as too long re-split once, and the reply recorded for its target. A re-check's
+//! update is looked at once more (its answer still open, not posted already), posted — or made
+//! as an edit — and recorded in the kept answer (`recheck.rs`).
 
 use super::{is_hit, target_id, Run, StageError, StageOutcome};
 use crate::compose;
@@ -51,7 +53,14 @@ impl Run<'_> {
                     }
                 }
             }
-            self.point_to_an_answer_given_meanwhile(job)?;
+            if super::recheck::of(job).is_some() {
+                // A re-check: its answer still open, this update not posted yet.
+                if let Some(reason) = self.recheck_still_wanted(job)? {
+                    return Ok(StageOutcome::Skip(reason));
+                }
+            } else {
+                self.point_to_an_answer_given_meanwhile(job)?;
+            }
             // Deleted (or closed to the bot) while the reply was drafted: not answered.
             if !matches!(job.trigger.cause, crate::model::Cause::Command { .. }) {
                 match self.platform.recheck(&job.trigger).await {
@@ -67,6 +76,13 @@ impl Run<'_> {
                     Err(e) => return Err(StageError::Transient(e.to_string())),
                 }
             }
+        }
+        if job.plan.as_ref().is_some_and(|p| p.edit) && job.posted.is_empty() {
+            let outcome = self.post_edit(job).await?;
+            if matches!(outcome, StageOutcome::Next(_)) {
+                self.record_update(job).await?;
+            }
+            return Ok(outcome);
         }
         loop {
             let plan = job.plan.clone().expect("post runs after compose");
@@ -122,6 +138,7 @@ impl Run<'_> {
             }
         }
         self.record_reply(job)?;
+        self.record_update(job).await?;
         Ok(StageOutcome::Next(Usage::default()))
     }
 
@@ -177,6 +194,7 @@ impl Run<'_> {
             visibility: self.visibility(job),
             parts,
             as_written: false,
+            edit: false,
         });
         self.worker.store.save(job)?;
         Ok(())
@@ -186,6 +204,10 @@ impl Run<'_> {
     /// pointer to it. Not for notices, and not for replies others cannot read. Idempotent.
     pub(super) fn record_reply(&self, job: &Job) -> Result<(), StoreError> {
         let Some(plan) = &job.plan else { return Ok(()) };
+        if super::recheck::of(job).is_some() {
+            // An update: the first answer stays the one pointed to.
+            return Ok(());
+        }
         let is_reply = job.draft.as_ref().is_some_and(|d| d.outcome == Outcome::Reply);
         if is_reply && plan.visibility.is_public() {
             let record = ReplyRecord {

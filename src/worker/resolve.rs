@@ -20,6 +20,9 @@ impl Run<'_> {
         if let Cause::Command { command } = job.trigger.cause.clone() {
             return self.command(job, &command).await;
         }
+        if super::recheck::of(job).is_some() {
+            return self.resolve_recheck(job).await;
+        }
         // Intake's rules again: a pause, an unwatch or an opt-out may have come since.
         if let Some(reason) = self.worker.moderation.triage(&job.trigger) {
             return Ok(StageOutcome::Skip(reason));
@@ -91,7 +94,7 @@ impl Run<'_> {
     }
 
     /// Why the target is not answered at all, if it is not.
-    fn skip_reason(&self, job: &Job, target: &Post) -> Option<SkipReason> {
+    pub(super) fn skip_reason(&self, job: &Job, target: &Post) -> Option<SkipReason> {
         if self.platform.is_self(&target.author) {
             // Replies to the bot's own reply ("thanks", "wrong!") are never a new check.
             return Some(SkipReason::TargetIsOwnPost);
@@ -117,13 +120,14 @@ impl Run<'_> {
 
     /// The day's budget: past its hashtag share, hits stop; spent, everything stops, and a
     /// requester gets one notice a day, then silence. `None`: go on.
-    fn spend_gate(&self, job: &mut Job) -> Result<Option<Result<StageOutcome, StageError>>, StageError> {
+    pub(super) fn spend_gate(&self, job: &mut Job) -> Result<Option<Result<StageOutcome, StageError>>, StageError> {
         use crate::moderation::budget::{Budget, BudgetState};
         let state = self.worker.moderation.budget.state();
         let skip = |why: &str| Ok(Some(Ok(StageOutcome::Skip(SkipReason::Policy(why.into())))));
         match state {
             BudgetState::Open => Ok(None),
-            BudgetState::HashtagsStopped if is_hit(job) => {
+            // Re-checks are spent like hashtag hits: after fresh mentions.
+            BudgetState::HashtagsStopped if is_hit(job) || super::recheck::of(job).is_some() => {
                 skip("the day's budget: hashtag auto-replies stopped until tomorrow (UTC)")
             }
             BudgetState::HashtagsStopped => Ok(None),
@@ -209,6 +213,14 @@ impl Run<'_> {
                     crate::moderation::ack::not_found(lang, url, &e.to_string()),
                     vec![url.clone()],
                 ),
+            },
+            Command::Recheck => match self.recheck_command(job, lang)? {
+                Ok(text) => (text, Vec::new()),
+                Err(reason) => return Ok(StageOutcome::Skip(reason)),
+            },
+            Command::Withdraw(reason) => match self.withdraw_command(job, reason, lang).await? {
+                Ok(text) => (text, Vec::new()),
+                Err(reason) => return Ok(StageOutcome::Skip(reason)),
             },
             other => (
                 self.worker

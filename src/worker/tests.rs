@@ -55,6 +55,7 @@ pub(super) async fn bench(script: Script) -> Bench {
         reply: config.reply.clone(),
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
+        living: config.living.clone(),
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     };
     Bench {

@@ -19,7 +19,7 @@
 //! verify" beside a matched check.
 
 use super::Muse;
-use crate::model::{ClaimMatch, ClaimReview, Draft, Outcome, Post, RatingHint, Retrieval, Usage, Verdict};
+use crate::model::{ClaimMatch, ClaimReview, ClaimVector, Draft, Outcome, Post, RatingHint, Retrieval, Usage, Verdict};
 use crate::pipeline::PipelineError;
 
 /// Deciding matches whose pages are fetched (the rest are kept for `check` only).
@@ -38,15 +38,27 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     }
     let lang = crate::lang::primary(post.language.as_deref());
     let k = m.claims.candidates.max(1);
-    let found = tokio::task::spawn_blocking(move || matcher.find(&text, lang.as_deref(), k))
-        .await
-        .unwrap_or_else(|e| {
-            Err(crate::claims::CorpusError::Tantivy(
-                tantivy::TantivyError::InternalError(e.to_string()),
-            ))
-        });
+    let found = tokio::task::spawn_blocking(move || {
+        let (space, candidates, vector) = matcher.find_with_vector(&text, lang.as_deref(), k)?;
+        // The post's own vector for claim memory, in the configured model's space.
+        let memory = matcher.memory_space(lang.as_deref());
+        let vector = match vector {
+            Some(v) if space == memory => Some(v),
+            _ => matcher.embed(&crate::claims::matcher::clean_post(&text), memory)?,
+        };
+        Ok((candidates, vector.map(|v| ClaimVector::from_unit(memory.as_str(), &v))))
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(crate::claims::CorpusError::Tantivy(
+            tantivy::TantivyError::InternalError(e.to_string()),
+        ))
+    });
     let candidates = match found {
-        Ok((_, c)) => c,
+        Ok((c, vector)) => {
+            r.claim_vector = vector;
+            c
+        }
         Err(e) => {
             // The corpus is an aid: a broken one costs the match, not the reply.
             tracing::warn!(error = %e, "claim matching failed; the post is checked without it");

@@ -1,6 +1,7 @@
 //! The Muse retrieval pipeline (seed 000, Methods), one room per step:
 //! [`describe`] (informative image descriptions) → [`known`] (claim matching against the
-//! fact-check corpus) → [`queries`] → [`search_policy`] (search, credibility, tier caps) → [`pages`] (fetch →
+//! fact-check corpus) → [`recall`] (claim memory: a kept answer of the same claim lends its
+//! evidence) → [`queries`] → [`search_policy`] (search, credibility, tier caps) → [`pages`] (fetch →
 //! extract → relevance, read in waves) → [`evidence`] (verbatim-checked quotes) → [`reply`].
 //! Each step reads the persisted [`Retrieval`] and fills its own field; [`Muse::draft`] is the
 //! driver, which checkpoints after every finished step, so a restart resumes after the last
@@ -13,6 +14,7 @@ pub mod factcheck;
 pub mod known;
 pub mod pages;
 pub mod queries;
+pub mod recall;
 pub mod reply;
 pub mod search_policy;
 pub mod visual;
@@ -60,6 +62,9 @@ pub struct Muse {
     pub matcher: Option<Arc<crate::claims::matcher::Matcher>>,
     /// `[claims]`: the same-claim thresholds (also for reviews read from pages).
     pub claims: crate::claims::ClaimsConfig,
+    /// Claim memory (`living.memory`): kept answers a post with the same claim is answered
+    /// from; `None`: off.
+    pub memory: Option<recall::Memory>,
 }
 
 impl Muse {
@@ -92,6 +97,8 @@ pub enum Step {
     Describe,
     /// Claim matching against the fact-check corpus ([`known`]).
     Match,
+    /// Claim memory: a kept answer of the same claim lends its evidence ([`recall`]).
+    Recall,
     Queries,
     Search,
     Context,
@@ -100,9 +107,10 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 7] = [
+    pub const ALL: [Step; 8] = [
         Step::Describe,
         Step::Match,
+        Step::Recall,
         Step::Queries,
         Step::Search,
         Step::Context,
@@ -114,6 +122,7 @@ impl Step {
         match self {
             Step::Describe => "describe",
             Step::Match => "match",
+            Step::Recall => "recall",
             Step::Queries => "queries",
             Step::Search => "search",
             Step::Context => "context",
@@ -127,6 +136,7 @@ impl Step {
         match self {
             Step::Describe => r.images.is_some(),
             Step::Match => r.matches.is_some(),
+            Step::Recall => r.recalled.is_some(),
             Step::Queries => r.queries.is_some(),
             Step::Search => r.candidates.is_some(),
             // Nothing to judge (no reverse image search hits) counts as done.
@@ -170,6 +180,7 @@ impl Muse {
             let usage = match step {
                 Step::Describe => describe::run(self, post, r).await?,
                 Step::Match => known::run(self, &seen, r).await?,
+                Step::Recall => recall::run(self, &seen, r).await?,
                 Step::Queries => queries::run(self, &seen, r).await?,
                 Step::Search => search_policy::run(self, &seen, r).await?,
                 Step::Context => context::run(self, &seen, r, checkpoint).await?,
@@ -181,6 +192,7 @@ impl Muse {
                 Step::Describe => r.images.as_ref().is_none_or(Vec::is_empty),
                 Step::Context => r.image_context.is_none(),
                 Step::Match => self.matcher.is_none(),
+                Step::Recall => r.recalled.as_ref().is_none_or(|x| x.from.is_none()),
                 _ => false,
             };
             if !idle {

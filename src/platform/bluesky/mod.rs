@@ -223,6 +223,38 @@ impl Bluesky {
         records::to_post(view).map_err(|reason| PlatformError::Gone(format!("{input}: {reason}")))
     }
 
+    /// Deletes one of the bot's posts (`com.atproto.repo.deleteRecord`; a record already gone
+    /// counts as deleted). Only the bot's own repo: any other URI is refused.
+    pub async fn delete(&self, uri: &str) -> Result<(), PlatformError> {
+        let own_prefix = format!("at://{}/{POST}/", self.bot.did);
+        let Some(rkey) = uri.strip_prefix(&own_prefix) else {
+            return Err(PlatformError::Fatal(format!("{uri} is not one of the bot's posts")));
+        };
+        let body = json!({ "repo": self.bot.did, "collection": POST, "rkey": rkey });
+        let done: Result<serde_json::Value, XrpcError> = self
+            .xrpc
+            .procedure("deleteRecord", "com.atproto.repo.deleteRecord", &body, 1)
+            .await;
+        self.refs.lock().expect("refs lock").remove(uri);
+        match done {
+            Ok(_) => Ok(()),
+            Err(e) if e.name() == Some("RecordNotFound") => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether a post is still there (deleted, blocked or hidden: `false`).
+    pub async fn exists(&self, uri: &str) -> Result<bool, PlatformError> {
+        if !self.appview {
+            return match self.record_at(uri).await {
+                Ok(_) => Ok(true),
+                Err(PlatformError::Gone(_)) => Ok(false),
+                Err(e) => Err(e),
+            };
+        }
+        Ok(self.posts(&[uri.to_string()]).await?.iter().any(|v| v.uri == uri))
+    }
+
     /// Posts one part under `part.reply_to`; returns its at-URI and bsky.app link.
     pub async fn post(&self, part: &Part<'_>) -> Result<(String, Option<String>), PlatformError> {
         let parent = self.strong_ref(part.reply_to).await?;

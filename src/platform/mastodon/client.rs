@@ -286,6 +286,32 @@ impl MastodonClient {
         .await
     }
 
+    /// Deletes one of the bot's statuses. One already gone (404) counts as deleted.
+    pub async fn delete_status(&self, id: &str) -> Result<(), MastodonError> {
+        let path = format!("/api/v1/statuses/{}", path_segment(id));
+        match self
+            .request::<serde::de::IgnoredAny>("delete_status", Method::DELETE, &path, &[], None, None)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.status() == Some(404) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Edits one of the bot's statuses (`PUT /api/v1/statuses/:id`): the server keeps the
+    /// edit history and notifies those who boosted it.
+    pub async fn edit_status(&self, id: &str, text: &str, language: Option<&str>) -> Result<Status, MastodonError> {
+        let mut form = vec![("status", text.to_string())];
+        if let Some(l) = language.filter(|l| !l.is_empty()) {
+            form.push(("language", l.to_string()));
+        }
+        self.post_limiter.until_ready().await;
+        let path = format!("/api/v1/statuses/{}", path_segment(id));
+        self.request("edit_status", Method::PUT, &path, &[], Some(&form), None)
+            .await
+    }
+
     /// Looks a status up by its public URL (remote posts too). Only a status whose `url` or
     /// `uri` is that URL counts: when the server cannot resolve it, search answers with posts
     /// that merely contain the URL in their text (a command that quotes it, say).

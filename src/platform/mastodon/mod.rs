@@ -135,6 +135,26 @@ impl Mastodon {
         Ok((s.id, s.url))
     }
 
+    /// Deletes one of the bot's posts (gone already: done).
+    pub async fn delete(&self, id: &str) -> Result<(), PlatformError> {
+        Ok(self.client.delete_status(id).await?)
+    }
+
+    /// Edits one of the bot's posts.
+    pub async fn edit(&self, id: &str, text: &str, language: Option<&str>) -> Result<(), PlatformError> {
+        self.client.edit_status(id, text, language).await?;
+        Ok(())
+    }
+
+    /// Whether a post is still there (a 404 or 410 is `false`).
+    pub async fn exists(&self, id: &str) -> Result<bool, PlatformError> {
+        match self.client.status(id).await.map_err(PlatformError::from) {
+            Ok(_) => Ok(true),
+            Err(PlatformError::Gone(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     pub async fn status_for_url(&self, url: &str) -> Result<Post, PlatformError> {
         let own_host = url::Url::parse(self.client.base_url())
             .ok()

@@ -1,0 +1,193 @@
+//! Living replies (issue 28): an answer's life after it is posted. A room of its own on the one
+//! stage machine — every re-check is a job (`Cause::Recheck`) run by the same worker, and what
+//! this room adds are the records and the tasks that make those jobs:
+//!
+//! - [`keep`]: a finished answer becomes a [`Kept`] post (its claim, vector, verdict, evidence,
+//!   thread) with timers for a "could not verify" answer (`living.recheck_after`);
+//! - [`schedule`]: due timers become re-check jobs, exactly once, a few at a time;
+//! - [`follow`]: kept posts looked at again — deleted → the bot's answer deleted, edited → a
+//!   re-check;
+//! - [`rematch`]: when the fact-check corpus grows, kept claims are matched again, and a new
+//!   deciding review → a re-check.
+//!
+//! The re-check's stages are in `worker/recheck.rs`; claim memory is the pipeline's `recall`
+//! step (`pipeline/muse/recall.rs`).
+
+pub mod follow;
+pub mod rematch;
+pub mod schedule;
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
+use crate::config::LivingConfig;
+use crate::model::{Cause, Job, Kept, Outcome, Post, RecheckWhy, Status, Trigger, Verdict};
+use crate::store::{Store, StoreError};
+
+/// The digest a kept post's text is compared by (an edit changes it): the text, the images'
+/// alt text and the quoted post's text.
+pub fn digest(post: &Post) -> String {
+    let mut h = Sha256::new();
+    h.update(post.text.as_bytes());
+    for m in &post.media {
+        h.update([0]);
+        h.update(m.alt.as_deref().unwrap_or("").as_bytes());
+    }
+    if let Some(q) = &post.quote {
+        h.update([1]);
+        h.update(q.text.as_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether an answer says it could not tell (so is looked at again on a timer).
+pub fn undecided(outcome: Outcome, verdict: Option<Verdict>) -> bool {
+    outcome == Outcome::Insufficient || verdict.is_none_or(|v| v == Verdict::Unverifiable)
+}
+
+/// Keeps a finished answer for re-checking (idempotent: an answer kept already is left as it
+/// is). Only answers the pipeline wrote and the bot posted: a verdict or "could not verify",
+/// not notices, commands or re-checks (those update the kept post they re-check).
+pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>) -> Result<Option<Kept>, StoreError> {
+    if !config.enabled || job.status != Status::Done || job.posted.is_empty() {
+        return Ok(None);
+    }
+    if matches!(job.trigger.cause, Cause::Command { .. } | Cause::Recheck { .. }) {
+        return Ok(None);
+    }
+    let (Some(draft), Some(target)) = (&job.draft, &job.target) else {
+        return Ok(None);
+    };
+    if !matches!(draft.outcome, Outcome::Reply | Outcome::Insufficient) {
+        return Ok(None);
+    }
+    if let Some(kept) = store.kept(&job.id)? {
+        return Ok(Some(kept));
+    }
+    let named: Vec<String> = match &job.retrieval {
+        Some(r) if draft.outcome == Outcome::Reply => r.deciding_reviews().into_iter().map(|c| c.url).collect(),
+        _ => Vec::new(),
+    };
+    // Every same-claim review the answer saw counts as weighed: a later match of one of them
+    // is no news.
+    let mut reviews = named.clone();
+    for m in job.retrieval.iter().flat_map(|r| r.matches.iter().flatten()) {
+        if m.review.same_claim && !reviews.contains(&m.review.url) {
+            reviews.push(m.review.url.clone());
+        }
+    }
+    let delays = if undecided(draft.outcome, draft.verdict) {
+        config.recheck_delays()
+    } else {
+        Vec::new()
+    };
+    let mut kept = Kept {
+        job_id: job.id.clone(),
+        platform: job.trigger.platform,
+        trigger: job.trigger.clone(),
+        target_id: target.id.clone(),
+        claim: target.text.clone(),
+        language: target.language.clone(),
+        vector: job.retrieval.as_ref().and_then(|r| r.claim_vector.clone()),
+        verdict: draft.verdict,
+        outcome: draft.outcome.as_str().into(),
+        evidence: draft.urls.clone(),
+        reviews,
+        named,
+        parts: job.posted.clone(),
+        first_url: job.first_url.clone(),
+        digest: digest(target),
+        kept_at: now,
+        until: now + config.keep(),
+        timers: 0,
+        next_recheck: None,
+        updates: Vec::new(),
+        gone: None,
+        matched_generation: 0,
+    };
+    // Timers first, then the record that counts them: a crash between leaves a timer whose
+    // job finds no kept post and ends (`Unchanged`), never a kept post with a lost timer.
+    for d in delays {
+        let at = now + d;
+        store.add_timer(at, &kept.job_id, kept.timers, &RecheckWhy::Scheduled)?;
+        kept.timers += 1;
+        kept.next_recheck = Some(kept.next_recheck.map_or(at, |n: DateTime<Utc>| n.min(at)));
+    }
+    store.save_kept(&kept)?;
+    if let Some(v) = &kept.vector {
+        // Claim memory answers from verdicts only, not from "could not verify".
+        if !undecided(draft.outcome, draft.verdict) {
+            store.save_vector(&kept.job_id, v, kept.until)?;
+        }
+    }
+    tracing::info!(job = %kept.job_id, timers = kept.timers, verdict = ?kept.verdict, "answer kept for re-checking");
+    Ok(Some(kept))
+}
+
+/// Sets a re-check of `kept` due now (a new review, an edit, a command), unless the thread is
+/// closed to updates. Returns whether one was set.
+pub fn recheck_now(store: &Store, config: &LivingConfig, kept: &mut Kept, why: RecheckWhy) -> Result<bool, StoreError> {
+    if kept.gone.is_some() || kept.updates.len() as u32 >= config.max_updates {
+        return Ok(false);
+    }
+    let now = Utc::now();
+    store.add_timer(now, &kept.job_id, kept.timers, &why)?;
+    kept.timers += 1;
+    kept.next_recheck = Some(now);
+    store.save_kept(kept)?;
+    tracing::info!(job = %kept.job_id, why = why.as_str(), "re-check set");
+    Ok(true)
+}
+
+/// Why an answer could not be taken down.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeDownError {
+    #[error("{0}")]
+    Platform(#[from] crate::platform::PlatformError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Deletes every part of a kept answer (updates included; last first) and closes it: `gone`
+/// says why, the post's text and vector are dropped, its timers removed, and the "already
+/// answered" record forgotten (a pointer to a deleted answer leads nowhere). Parts already
+/// gone count as deleted, so a take-down interrupted halfway finishes on the next try.
+pub async fn take_down(
+    platform: &crate::platform::Platform,
+    store: &Store,
+    kept: &mut Kept,
+    why: String,
+) -> Result<(), TakeDownError> {
+    for part in kept.parts.iter().rev() {
+        platform.delete(part).await?;
+    }
+    kept.gone = Some(why.clone());
+    kept.claim.clear();
+    kept.vector = None;
+    kept.next_recheck = None;
+    for t in store.timers_of(&kept.job_id)? {
+        store.remove_timer(&t.key)?;
+    }
+    store.forget_vector(&kept.job_id)?;
+    store.forget_reply(&format!("{}:{}", kept.platform.as_str(), kept.target_id))?;
+    store.save_kept(kept)?;
+    tracing::info!(job = %kept.job_id, parts = kept.parts.len(), why, "answer deleted");
+    Ok(())
+}
+
+/// The re-check job of `kept` for timer `n`: the answered trigger again (the same target, the
+/// same requester — or nobody, for a hashtag hit), with its own id, so the timer's job is
+/// stored once however often the timer fires.
+pub fn recheck_job(kept: &Kept, n: u32, why: RecheckWhy) -> Job {
+    let asked = kept.trigger.requester().is_some();
+    let trigger = Trigger {
+        cause: Cause::Recheck {
+            of: kept.job_id.clone(),
+            n,
+            why,
+            asked,
+        },
+        ..kept.trigger.clone()
+    };
+    Job::new(trigger)
+}

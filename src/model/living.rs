@@ -1,0 +1,168 @@
+//! A reply's life after posting: the answered post as it is kept for re-checking ([`Kept`]),
+//! why a re-check runs ([`RecheckWhy`]) and the updates posted ([`UpdateRecord`]). Stored in
+//! the store's `living` tree; read by the re-check stage, the scheduler, the follower and the
+//! admin page.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::post::PlatformKind;
+use super::trigger::Trigger;
+use super::verdict::Verdict;
+
+/// Why a re-check runs. Closed: traces and metrics name each.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "why", content = "detail")]
+pub enum RecheckWhy {
+    /// A "could not verify" reply's timer (`living.recheck_after`).
+    Scheduled,
+    /// A review the reply did not name matches its claim (the review's URL).
+    Review(String),
+    /// The checked post was edited.
+    Edited,
+    /// The asker or a moderator asked (`recheck`): their account key.
+    Asked(String),
+}
+
+impl RecheckWhy {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RecheckWhy::Scheduled => "scheduled",
+            RecheckWhy::Review(_) => "review",
+            RecheckWhy::Edited => "edited",
+            RecheckWhy::Asked(_) => "asked",
+        }
+    }
+}
+
+/// A claim's vector in the claim matcher's space (int8, ×127 of the unit vector).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimVector {
+    /// `english` or `multilingual`: vectors of different spaces are never compared.
+    pub space: String,
+    pub v: Vec<i8>,
+}
+
+impl ClaimVector {
+    /// The cosine of two vectors of the same space (`None` across spaces or lengths).
+    pub fn cosine(&self, other: &ClaimVector) -> Option<f32> {
+        if self.space != other.space || self.v.len() != other.v.len() || self.v.is_empty() {
+            return None;
+        }
+        let dot: i32 = self
+            .v
+            .iter()
+            .zip(&other.v)
+            .map(|(a, b)| i32::from(*a) * i32::from(*b))
+            .sum();
+        let norm = |v: &[i8]| (v.iter().map(|x| i32::from(*x).pow(2)).sum::<i32>() as f32).sqrt();
+        let n = norm(&self.v) * norm(&other.v);
+        (n > 0.0).then(|| dot as f32 / n)
+    }
+
+    /// From a unit vector.
+    pub fn from_unit(space: &str, v: &[f32]) -> ClaimVector {
+        ClaimVector {
+            space: space.into(),
+            v: v.iter()
+                .map(|x| (x * 127.0).round().clamp(-127.0, 127.0) as i8)
+                .collect(),
+        }
+    }
+}
+
+/// What claim memory found for a post: the kept answer it reuses (`from`), with the cosine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recalled {
+    pub from: Option<String>,
+    #[serde(default)]
+    pub cosine: f32,
+}
+
+/// One update posted (or an edit made) in a kept reply's thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpdateRecord {
+    /// The re-check job that posted it.
+    pub job_id: String,
+    pub at: DateTime<Utc>,
+    pub verdict: Option<Verdict>,
+    /// What the update said: its verdict and the reviews it named ([`UpdateRecord::digest`]).
+    pub digest: String,
+    /// The parts posted (empty for an edit of the first reply).
+    #[serde(default)]
+    pub ids: Vec<String>,
+}
+
+impl UpdateRecord {
+    /// What makes two updates the same: the verdict and the reviews named, in any order.
+    pub fn digest(verdict: Option<Verdict>, reviews: &[String]) -> String {
+        let mut r: Vec<&str> = reviews.iter().map(String::as_str).collect();
+        r.sort_unstable();
+        r.dedup();
+        format!("{}|{}", verdict.map_or("none", Verdict::as_str), r.join(" "))
+    }
+}
+
+/// An answered post kept for re-checking (`living.keep_days`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kept {
+    /// The job that answered it (the key: `kept:<job_id>`).
+    pub job_id: String,
+    pub platform: PlatformKind,
+    /// The trigger the answer was for: what a re-check resolves and whom it addresses.
+    pub trigger: Trigger,
+    /// The checked post's id.
+    pub target_id: String,
+    /// The checked post's claim as it was read (its text; dropped when the post is deleted).
+    pub claim: String,
+    pub language: Option<String>,
+    /// The claim matcher's vector of the claim; `None` without a model (or once the post is
+    /// deleted).
+    #[serde(default)]
+    pub vector: Option<ClaimVector>,
+    /// The verdict the thread states now (the first reply's, then the last update's).
+    pub verdict: Option<Verdict>,
+    /// The reply's outcome word (`reply`, `insufficient`).
+    pub outcome: String,
+    /// The URLs the thread cites.
+    pub evidence: Vec<String>,
+    /// Every review already weighed for this claim — those the thread names, the same-claim
+    /// matches the answer saw, each a re-check was set for — so one review sets one re-check.
+    pub reviews: Vec<String>,
+    /// The professional reviews the thread names (the first answer's and its updates').
+    #[serde(default)]
+    pub named: Vec<String>,
+    /// The bot's parts in the thread, in order (replies, then updates).
+    pub parts: Vec<String>,
+    /// The thread's first part's public URL.
+    #[serde(default)]
+    pub first_url: Option<String>,
+    /// SHA-256 of the post's text as read: another digest later means an edit.
+    pub digest: String,
+    pub kept_at: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    /// Re-check timers set so far (each timer's number: the re-check job's id).
+    pub timers: u32,
+    /// When the next timer is due, for the admin page.
+    #[serde(default)]
+    pub next_recheck: Option<DateTime<Utc>>,
+    pub updates: Vec<UpdateRecord>,
+    /// Set when the bot's reply was deleted (the post deleted, or withdrawn): why.
+    #[serde(default)]
+    pub gone: Option<String>,
+    /// The corpus generation its claim was last matched against.
+    #[serde(default)]
+    pub matched_generation: u64,
+}
+
+impl Kept {
+    /// The part a follow-up hangs under: the thread's last.
+    pub fn last_part(&self) -> Option<&str> {
+        self.parts.last().map(String::as_str)
+    }
+
+    /// Whether an update with this digest was already posted.
+    pub fn has_update(&self, digest: &str) -> bool {
+        self.updates.iter().any(|u| u.digest == digest)
+    }
+}

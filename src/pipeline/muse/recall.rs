@@ -1,0 +1,79 @@
+//! Claim memory (issue 28), the `recall` step (after `match`, before queries): a post whose
+//! claim is a kept answer's — the same claim by the claim matcher's own decision (the cosine
+//! of their vectors at `claims.same_claim`, in the same model's space), answered with a verdict
+//! within `living.keep_days` — is answered from that answer's evidence. The kept job's
+//! queries, candidates, pages and evidence are copied into this post's record, so the driver
+//! skips those steps (no search, no page read, no evidence call): only the reply is written,
+//! and the verify stage checks it against the evidence like any draft. A viral claim asked
+//! about a hundred times costs one search.
+//!
+//! The evidence is the kept answer's as it was judged then (citable where it landed, quotes
+//! verbatim in its pages); the reply cites only it, through the same composer rules.
+
+use super::Muse;
+use crate::model::{Post, Recalled, Retrieval, Usage};
+use crate::pipeline::PipelineError;
+
+/// Claim memory's handle on the store (`living.memory`, `living.keep_days`).
+#[derive(Clone)]
+pub struct Memory {
+    pub store: crate::store::Store,
+}
+
+/// The recall step: fills `Retrieval::recalled`, and, when a kept answer is the same claim,
+/// the steps that answer already ran.
+pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
+    r.recalled = Some(Recalled {
+        from: None,
+        cosine: 0.0,
+    });
+    let (Some(memory), Some(v)) = (&m.memory, r.claim_vector.clone()) else {
+        return Ok(Usage::default());
+    };
+    if r.queries.is_some() {
+        // A record from before this step (resumed mid-way): its own steps stand.
+        return Ok(Usage::default());
+    }
+    let threshold = if v.space == "multilingual" {
+        m.claims.same_claim_multilingual
+    } else {
+        m.claims.same_claim
+    };
+    let now = chrono::Utc::now();
+    let store = memory.store.clone();
+    let found = store.nearest_claim(&v, threshold, now, &[]);
+    let (job_id, cosine) = match found {
+        Ok(Some(x)) => x,
+        Ok(None) => return Ok(Usage::default()),
+        Err(e) => {
+            tracing::warn!(error = %e, "claim memory could not be read; the post is checked afresh");
+            return Ok(Usage::default());
+        }
+    };
+    let kept = match store.job(&job_id) {
+        Ok(Some(job)) => job,
+        _ => return Ok(Usage::default()),
+    };
+    // Not the same post (a second ask about it is "already answered", not a memory).
+    if kept.target.as_ref().is_some_and(|t| t.id == post.id) {
+        return Ok(Usage::default());
+    }
+    let Some(src) = kept.retrieval else {
+        return Ok(Usage::default());
+    };
+    if src.evidence.as_ref().is_none_or(Vec::is_empty) {
+        return Ok(Usage::default());
+    }
+    tracing::info!(from = %job_id, cosine, "the same claim was answered within the kept days; answering from its evidence");
+    r.queries = src.queries;
+    r.candidates = src.candidates;
+    r.pages = src.pages;
+    r.evidence = src.evidence;
+    r.fact_checks = src.fact_checks;
+    r.dropped.extend(src.dropped);
+    r.recalled = Some(Recalled {
+        from: Some(job_id),
+        cosine,
+    });
+    Ok(Usage::default())
+}

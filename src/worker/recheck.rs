@@ -1,0 +1,327 @@
+//! Living replies in the stage machine (issue 28): a re-check is a job like any other
+//! (`Cause::Recheck`), and this file is what its stages do differently —
+//!
+//! - **resolve**: the kept answer must still be open (kept, not deleted, under `max_updates`);
+//!   the post is read again; no quota (the asker already asked), the budget as for a hashtag
+//!   hit (stopped past the hashtag share); claim memory is off (a re-check searches afresh).
+//! - **compose**: the new answer against what the thread says — a different verdict, or a
+//!   deciding professional fact-check the thread does not name yet, makes an update ("Update:
+//!   …" in the post's language, under the bot's last part; or, Mastodon with `corrections =
+//!   "edit"`, the first part edited); anything else ends as `Unchanged`, posting nothing. An
+//!   update already posted (same verdict, same reviews) is never posted twice.
+//! - **post**: the kept answer looked at again before the first part, then the update recorded
+//!   in it (also after a crash between the last part and the job's save).
+//!
+//! And the commands that steer a kept answer: `recheck` (the asker or a moderator) and
+//! `withdraw` (a moderator: every part deleted, the reason logged).
+
+use super::{Run, StageError, StageOutcome};
+use crate::config::Corrections;
+use crate::model::{
+    Cause, Draft, Job, Kept, Outcome, Plan, Recalled, RecheckWhy, Retrieval, SkipReason, UpdateRecord, Usage, Verdict,
+};
+use crate::platform::PlatformError;
+
+/// The verdict an answer settles on (`unverifiable` and "could not verify" settle nothing).
+fn settled(v: Option<Verdict>) -> Option<Verdict> {
+    v.filter(|v| *v != Verdict::Unverifiable)
+}
+
+/// The answering job a re-check is of.
+pub(super) fn of(job: &Job) -> Option<&str> {
+    match &job.trigger.cause {
+        Cause::Recheck { of, .. } => Some(of),
+        _ => None,
+    }
+}
+
+impl Run<'_> {
+    /// The kept answer this re-check is of, if it can still be updated; else why not.
+    fn open_kept(&self, job: &Job) -> Result<Result<Kept, SkipReason>, StageError> {
+        let Some(of) = of(job) else {
+            return Ok(Err(SkipReason::Unchanged("not a re-check".into())));
+        };
+        let Some(kept) = self.worker.store.kept(of)? else {
+            return Ok(Err(SkipReason::Unchanged("the answer is no longer kept".into())));
+        };
+        if let Some(why) = &kept.gone {
+            return Ok(Err(SkipReason::Unchanged(format!("the answer was deleted ({why})"))));
+        }
+        if kept.updates.len() as u32 >= self.worker.living.max_updates {
+            return Ok(Err(SkipReason::Unchanged("the thread has had its updates".into())));
+        }
+        Ok(Ok(kept))
+    }
+
+    /// The resolve stage of a re-check.
+    pub(super) async fn resolve_recheck(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        if let Err(reason) = self.open_kept(job)? {
+            return Ok(StageOutcome::Skip(reason));
+        }
+        if let Some(reason) = self.worker.moderation.triage(&job.trigger) {
+            return Ok(StageOutcome::Skip(reason));
+        }
+        let mut target = match self.platform.resolve(&job.trigger).await {
+            Ok(t) => t,
+            // The follower deletes the answer of a deleted post.
+            Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
+            Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
+            Err(PlatformError::Fatal(e) | PlatformError::TooLong(e)) => return Err(StageError::Fatal(e)),
+            Err(PlatformError::RateLimited { until, message }) => return Err(StageError::Parked { until, message }),
+        };
+        target.language = crate::lang::of(target.language.as_deref(), &target.text);
+        if let Some(reason) = self.skip_reason(job, &target) {
+            return Ok(StageOutcome::Skip(reason));
+        }
+        if let Some(outcome) = self.spend_gate(job)? {
+            return outcome;
+        }
+        job.target = Some(target);
+        // A re-check searches afresh: claim memory would answer it from itself.
+        job.retrieval = Some(Retrieval {
+            recalled: Some(Recalled {
+                from: None,
+                cosine: 0.0,
+            }),
+            ..Retrieval::default()
+        });
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// The compose stage of a re-check: an update when the answer changed, else `Unchanged`.
+    pub(super) fn compose_recheck(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        let kept = match self.open_kept(job)? {
+            Ok(k) => k,
+            Err(reason) => return Ok(StageOutcome::Skip(reason)),
+        };
+        let draft = job.draft.clone().expect("compose runs after draft");
+        let reviews = named_reviews(job);
+        let new_reviews: Vec<&String> = reviews.iter().filter(|r| !kept.named.contains(r)).collect();
+        let verdict = settled(draft.verdict).filter(|_| draft.outcome == Outcome::Reply);
+        let changed = verdict.is_some() && (verdict != settled(kept.verdict) || !new_reviews.is_empty());
+        if !changed {
+            let what = verdict.map_or(draft.outcome.as_str(), Verdict::as_str);
+            tracing::info!(now = what, was = ?kept.verdict, "re-check: nothing new; nothing is posted");
+            return Ok(StageOutcome::Skip(SkipReason::Unchanged(format!(
+                "the re-check found nothing new ({what})"
+            ))));
+        }
+        let digest = UpdateRecord::digest(verdict, &reviews);
+        if kept.has_update(&digest) {
+            return Ok(StageOutcome::Skip(SkipReason::Unchanged(
+                "this update was posted already".into(),
+            )));
+        }
+        let Some(last) = kept.last_part().map(str::to_string) else {
+            return Ok(StageOutcome::Skip(SkipReason::Unchanged(
+                "the answer has no part to update".into(),
+            )));
+        };
+        let lang = crate::words::language(job.target.as_ref().and_then(|t| t.language.as_deref()));
+        let lead = crate::words::say(lang, "update_lead", ());
+        let update = Draft {
+            text: format!("{lead} {}", draft.text),
+            ..draft
+        };
+        job.draft = Some(update);
+        let mut parts = self.thread(job, self.platform.limits());
+        let visibility = self.visibility(job);
+        // An edit replaces the first part in place, when it fits in one.
+        let edit = self.worker.living.corrections == Corrections::Edit && self.platform.can_edit() && parts.len() == 1;
+        let reply_to = if edit { kept.parts[0].clone() } else { last };
+        if edit {
+            parts.truncate(1);
+        }
+        job.plan = Some(Plan {
+            reply_to,
+            visibility,
+            parts,
+            as_written: false,
+            edit,
+        });
+        tracing::info!(verdict = ?verdict, was = ?kept.verdict, new_reviews = new_reviews.len(), edit, "re-check: the answer changed; an update is composed");
+        if self.worker.moderation.needs_review(&job.trigger.cause) {
+            job.review = Some(crate::model::Review {
+                since: chrono::Utc::now(),
+                decision: None,
+            });
+        }
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// Before a re-check's first part: the kept answer still open, this update not posted yet.
+    pub(super) fn recheck_still_wanted(&self, job: &Job) -> Result<Option<SkipReason>, StageError> {
+        let kept = match self.open_kept(job)? {
+            Ok(k) => k,
+            Err(reason) => return Ok(Some(reason)),
+        };
+        let verdict = job.draft.as_ref().and_then(|d| settled(d.verdict));
+        let digest = UpdateRecord::digest(verdict, &named_reviews(job));
+        Ok(kept
+            .has_update(&digest)
+            .then(|| SkipReason::Unchanged("this update was posted already".into())))
+    }
+
+    /// An edit in place of a follow-up (Mastodon, `corrections = "edit"`).
+    pub(super) async fn post_edit(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        let plan = job.plan.clone().expect("post runs after compose");
+        let lang = Some(crate::words::language(
+            job.target.as_ref().and_then(|t| t.language.as_deref()),
+        ));
+        match self.platform.edit(&plan.reply_to, &plan.parts[0], lang).await {
+            Ok(()) => {
+                job.posted = vec![plan.reply_to.clone()];
+                self.worker.store.save(job)?;
+                Ok(StageOutcome::Next(Usage::default()))
+            }
+            Err(PlatformError::RateLimited { until, message }) => Err(StageError::Parked { until, message }),
+            Err(PlatformError::Transient(e)) => Err(StageError::Transient(e)),
+            Err(PlatformError::Gone(e)) => Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
+            Err(e) => Err(StageError::Fatal(e.to_string())),
+        }
+    }
+
+    /// A re-check's update, once every part is posted: recorded in the kept answer (once; a
+    /// deletion that came meanwhile deletes these parts too).
+    pub(super) async fn record_update(&self, job: &Job) -> Result<(), StageError> {
+        let Some(of) = of(job) else { return Ok(()) };
+        let Some(mut kept) = self.worker.store.kept(of)? else {
+            return Ok(());
+        };
+        if kept.updates.iter().any(|u| u.job_id == job.id) {
+            return Ok(());
+        }
+        let edit = job.plan.as_ref().is_some_and(|p| p.edit);
+        let ids: Vec<String> = if edit { Vec::new() } else { job.posted.clone() };
+        if kept.gone.is_some() {
+            for id in &ids {
+                if let Err(e) = self.platform.delete(id).await {
+                    tracing::warn!(part = %id, error = %e, "an update posted while its answer was deleted could not be deleted");
+                }
+            }
+        }
+        let verdict = job.draft.as_ref().and_then(|d| settled(d.verdict));
+        let reviews = named_reviews(job);
+        kept.updates.push(UpdateRecord {
+            job_id: job.id.clone(),
+            at: chrono::Utc::now(),
+            verdict,
+            digest: UpdateRecord::digest(verdict, &reviews),
+            ids: ids.clone(),
+        });
+        kept.verdict = verdict.or(kept.verdict);
+        for r in reviews {
+            if !kept.reviews.contains(&r) {
+                kept.reviews.push(r.clone());
+            }
+            if !kept.named.contains(&r) {
+                kept.named.push(r);
+            }
+        }
+        kept.evidence
+            .extend(job.draft.iter().flat_map(|d| d.urls.iter().cloned()));
+        kept.evidence.sort();
+        kept.evidence.dedup();
+        kept.parts.extend(ids);
+        self.worker.store.save_kept(&kept)?;
+        self.worker.metrics.living("update");
+        tracing::info!(of, verdict = ?verdict, edit, "update posted");
+        Ok(())
+    }
+
+    /// `recheck`, given under the bot's answer or the checked post: by the asker (the same
+    /// account, by key) or a moderator; anyone else is ignored like a moderator's command.
+    pub(super) fn recheck_command(&self, job: &Job, lang: &str) -> Result<Result<String, SkipReason>, StageError> {
+        let t = &job.trigger;
+        let Some(mut kept) = self.kept_here(job)? else {
+            return Ok(Ok(crate::moderation::ack::no_answer_here(lang)));
+        };
+        let by = t.author.key();
+        let asker = kept.trigger.requester().map(|a| a.key());
+        let moderator = self
+            .worker
+            .moderation
+            .is_moderator(t.platform, &t.author.handle, t.author.id.as_deref());
+        if asker.as_deref() != Some(by.as_str()) && !moderator {
+            tracing::warn!(author = %t.author.handle, "a recheck from someone who neither asked nor moderates; ignored");
+            return Ok(Err(SkipReason::NotModerator));
+        }
+        let set = crate::living::recheck_now(
+            &self.worker.store,
+            &self.worker.living,
+            &mut kept,
+            RecheckWhy::Asked(by),
+        )?;
+        Ok(Ok(crate::moderation::ack::recheck(
+            lang,
+            (!set).then_some(kept.gone.is_some()),
+        )))
+    }
+
+    /// `withdraw[: reason]` (a moderator, under the answer): every part deleted, the reason
+    /// logged, the kept answer closed.
+    pub(super) async fn withdraw_command(
+        &self,
+        job: &Job,
+        reason: &str,
+        lang: &str,
+    ) -> Result<Result<String, SkipReason>, StageError> {
+        let t = &job.trigger;
+        // Intake skips it already; the stage that deletes looks again.
+        if !self
+            .worker
+            .moderation
+            .is_moderator(t.platform, &t.author.handle, t.author.id.as_deref())
+        {
+            return Ok(Err(SkipReason::NotModerator));
+        }
+        let Some(mut kept) = self.kept_here(job)? else {
+            return Ok(Ok(crate::moderation::ack::no_answer_here(lang)));
+        };
+        let by = job.trigger.author.handle.clone();
+        let why = if reason.is_empty() {
+            format!("withdrawn by {by}")
+        } else {
+            format!("withdrawn by {by}: {reason}")
+        };
+        tracing::warn!(of = %kept.job_id, moderator = %by, reason, "answer withdrawn");
+        let parts = kept.parts.len();
+        match crate::living::take_down(self.platform, &self.worker.store, &mut kept, why).await {
+            Ok(()) => {}
+            Err(crate::living::TakeDownError::Platform(PlatformError::Transient(e))) => {
+                return Err(StageError::Transient(e))
+            }
+            Err(crate::living::TakeDownError::Platform(PlatformError::RateLimited { until, message })) => {
+                return Err(StageError::Parked { until, message })
+            }
+            Err(crate::living::TakeDownError::Platform(e)) => return Err(StageError::Fatal(e.to_string())),
+            Err(crate::living::TakeDownError::Store(e)) => return Err(StageError::Store(e)),
+        }
+        self.worker.metrics.living("withdrawn");
+        Ok(Ok(crate::moderation::ack::withdrawn(lang, parts)))
+    }
+
+    /// The kept answer a command was given under: the bot's part it replies to, else the
+    /// checked post's answer.
+    fn kept_here(&self, job: &Job) -> Result<Option<Kept>, StageError> {
+        let t = &job.trigger;
+        let Some(parent) = t.in_reply_to_id.as_deref() else {
+            return Ok(None);
+        };
+        if let Some(k) = self.worker.store.kept_by_part(t.platform, parent)? {
+            return Ok(Some(k));
+        }
+        Ok(self.worker.store.kept_by_target(t.platform, parent)?)
+    }
+}
+
+/// The professional reviews a (re-)check's reply names.
+fn named_reviews(job: &Job) -> Vec<String> {
+    if job.draft.as_ref().is_none_or(|d| d.outcome != Outcome::Reply) {
+        return Vec::new();
+    }
+    job.retrieval
+        .as_ref()
+        .map(|r| r.deciding_reviews().into_iter().map(|c| c.url).collect())
+        .unwrap_or_default()
+}
