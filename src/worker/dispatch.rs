@@ -1,7 +1,7 @@
 //! The dispatcher: feeds workers from the bounded queues — mentions, commands and flags always
 //! first, even ahead of a batch waiting for permits — plus a periodic sweep of the store (jobs
-//! of configured platforms, due for a retry, hashtag hits last; served before new hashtag
-//! hits, so retries and held drafts never starve), at most `max_jobs_in_flight` at once; on
+//! of configured platforms, due for a retry, hashtag hits after the rest and re-checks of kept
+//! answers last; served before new hashtag hits, so retries and held drafts never starve), at most `max_jobs_in_flight` at once; on
 //! shutdown it stops taking jobs and gives in-flight ones the grace period.
 
 use std::collections::HashSet;
@@ -42,7 +42,12 @@ pub async fn dispatch(
                         .filter(|j| j.retry_at.is_none_or(|t| t <= now))
                         .filter(|j| worker.platforms.get(j.trigger.platform).is_some())
                         .collect();
-                    due.sort_by_key(|j| matches!(j.trigger.cause, crate::model::Cause::HashtagHit { .. }));
+                    // Mentions, commands and flags first, then hashtag hits, re-checks last.
+                    due.sort_by_key(|j| match j.trigger.cause {
+                        crate::model::Cause::Recheck { .. } => 2,
+                        crate::model::Cause::HashtagHit { .. } => 1,
+                        _ => 0,
+                    });
                     due.into_iter().map(|j| j.id).collect()
                 }
                 Err(e) => {

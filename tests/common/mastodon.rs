@@ -172,6 +172,31 @@ access_token = "{NOBOT_TOKEN}"
         self.post_form(token, &form).await
     }
 
+    /// Deletes a status as its author (`DELETE /api/v1/statuses/:id`).
+    pub async fn delete(&self, token: &str, id: &str) {
+        let r = self
+            .http
+            .delete(format!("{}/api/v1/statuses/{id}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "DELETE {id}: {}", r.status());
+    }
+
+    /// Edits a status as its author (`PUT /api/v1/statuses/:id`).
+    pub async fn edit(&self, token: &str, id: &str, text: &str) {
+        let r = self
+            .http
+            .put(format!("{}/api/v1/statuses/{id}", self.base))
+            .bearer_auth(token)
+            .form(&[("status", text)])
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "PUT {id}: {}", r.status());
+    }
+
     /// Uploads a file as a media attachment (bytes stored and served as they are, under the
     /// file's name: the mock checks nothing); returns its id.
     pub async fn upload(&self, token: &str, bytes: Vec<u8>, file_name: &str, mime: &str, alt: Option<&str>) -> String {

@@ -1,0 +1,210 @@
+//! Living replies end to end on mastodon-mock (issue 28), with the real binary, the real
+//! relevance model, a scripted LLM and a local web site under a fact-checker's name:
+//!
+//! - a claim nobody has checked yet is answered "could not verify"; the fact-check is
+//!   published later (imported into the corpus while the daemon runs); the daemon matches it to
+//!   the kept claim and posts one "Update: …" in its own thread, naming the check;
+//! - `kill -9` and a restart after the update post nothing twice;
+//! - the author deletes the checked post: every part of the bot's answer is deleted within the
+//!   follower's interval, and `/metrics` counts it.
+//!
+//! Real time is used (the timers here are new reviews and the follower's 5 s interval); the
+//! 1 h / 24 h timers are tested with a scripted clock in `src/worker/tests_living.rs`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+
+const HOST: &str = "www.factcheck.org";
+const CHECK: &str = "/2025/05/lemon-water/";
+
+fn musebot(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_musebot")).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn scripted(body: &Value) -> String {
+    let system = body["messages"][0]["content"].as_str().unwrap_or("");
+    let user = body["messages"][1]["content"].as_str().unwrap_or("");
+    if system.contains("web search queries") {
+        return json!({"queries": ["lemon water COVID-19 cure"]}).to_string();
+    }
+    if system.contains("You check a reply") {
+        return json!({"verdict": "supported", "reasons": "Every sentence is in the evidence.", "objections": []})
+            .to_string();
+    }
+    if system.contains("Quote passages") {
+        let refute: Vec<String> = page_passages(user)
+            .iter()
+            .take(2)
+            .map(|p| web::first_words(p, 16))
+            .collect();
+        return json!({"refute": refute, "context": []}).to_string();
+    }
+    if system.contains("using only the facts given") {
+        let url = evidence_urls(user, 1)
+            .first()
+            .map(|u| u.to_string())
+            .unwrap_or_default();
+        return format!("This post is false. Health agencies say lemon water cures no viral infection ({url}).");
+    }
+    "none".into()
+}
+
+/// The bot's statuses in the thread under `first` (its first part), oldest first.
+fn thread_under(all: &[Value], first: &str) -> Vec<Value> {
+    let mut ids = vec![first.to_string()];
+    let mut out = Vec::new();
+    for s in all {
+        let id = s["id"].as_str().unwrap_or("").to_string();
+        let parent = s["in_reply_to_id"].as_str().unwrap_or("");
+        if id == first || ids.iter().any(|i| i == parent) {
+            ids.push(id);
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_published_later_updates_the_answer_once_and_a_deleted_post_takes_the_answer_with_it() {
+    let sandbox = Sandbox::load();
+    let words =
+        "Doctors and health agencies say there is no evidence that lemon water prevents or cures any viral infection. ";
+    let page = format!(
+        "<html lang=\"en\"><head><title>Lemon water does not cure COVID-19</title></head><body><article><h1>Lemon water does not cure COVID-19</h1><p>{}</p></article></body></html>",
+        words.repeat(8)
+    );
+    let site = web::Site::start(BTreeMap::from([(CHECK.to_string(), page)])).await;
+    // Web search finds nothing about the claim, today or later: only the check can settle it.
+    let search = web::SearchServer::start(|_| Vec::new()).await;
+    let llm = ScriptedLlm::start(Script::routed(scripted)).await;
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = format!(
+        r#"
+[search]
+backends = [{{ kind = "searxng", base_url = "{}" }}]
+[relevance]
+onnxruntime = "{}"
+model = "{}"
+tokenizer = "{}"
+[fetch]
+test_allow_addrs = ["{}"]
+test_resolve = ["{HOST}={}"]
+[living]
+follow_secs = 5
+"#,
+        search.base_url(),
+        sandbox.get("MUSEBOT_ORT_DYLIB"),
+        sandbox.get("MUSEBOT_EMBED_MODEL"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+        site.addr,
+        site.addr,
+    );
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
+    let cfg_path = dir.path().join("bot-config.toml");
+    std::fs::write(&cfg_path, &cfg).unwrap();
+
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    let target = mock
+        .post(
+            ALICE_TOKEN,
+            "A glass of hot water with lemon juice will cure you of COVID-19.",
+            None,
+        )
+        .await;
+    let target_id = target["id"].as_str().unwrap().to_string();
+    mock.post(BOB_TOKEN, "@musebot is this true?", Some(&target_id)).await;
+    let first = daemon
+        .wait_for_replies(&mock, Duration::from_secs(120), |s| !s.is_empty())
+        .await;
+    let answer = thread_text(&first);
+    assert!(answer.contains("could not verify"), "{answer}\n{}", daemon.log_text());
+    let first_id = first[0]["id"].as_str().unwrap().to_string();
+    let last_id = first.last().unwrap()["id"].as_str().unwrap().to_string();
+
+    // The fact-check is published (imported while the daemon runs).
+    let dump = dir.path().join("reviews.jsonl");
+    let review = json!({"@context": "https://schema.org", "@type": "ClaimReview",
+        "url": format!("http://{HOST}{CHECK}"),
+        "name": "Lemon water does not cure COVID-19",
+        "claimReviewed": "Drinking hot lemon water cures COVID-19",
+        "datePublished": "2025-05-01",
+        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+    std::fs::write(&dump, format!("{review}\n")).unwrap();
+    let (code, out, err) = musebot(&[
+        "index",
+        "import",
+        dump.to_str().unwrap(),
+        "--config",
+        cfg_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+
+    let all = mock
+        .wait_for_bot_statuses(Duration::from_secs(120), |s| {
+            s.iter().any(|x| text_of(x).contains("Update:"))
+        })
+        .await;
+    let thread = thread_under(&all, &first_id);
+    let updates: Vec<&Value> = thread.iter().filter(|s| text_of(s).contains("Update:")).collect();
+    assert_eq!(updates.len(), 1, "{thread:#?}");
+    let update = text_of(updates[0]);
+    assert_eq!(
+        updates[0]["in_reply_to_id"].as_str(),
+        Some(last_id.as_str()),
+        "under the last part"
+    );
+    let whole: String = thread.iter().map(text_of).collect::<Vec<_>>().join("\n");
+    assert!(update.starts_with("@bob Update: This post is false."), "{update}");
+    assert!(
+        whole.contains("Fact-checked: FactCheck.org rated it \"False\""),
+        "{whole}"
+    );
+    assert!(whole.contains(&format!("http://{HOST}{CHECK}")), "{whole}");
+    let metrics = daemon.http_get("/metrics").await;
+    assert!(
+        metrics.contains("musebot_living_total{outcome=\"update\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("musebot_living_total{outcome=\"recheck\"} 1"),
+        "{metrics}"
+    );
+
+    // kill -9 and a restart: nothing is posted twice.
+    let before = mock.bot_statuses().await.len();
+    daemon.kill9();
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(mock.bot_statuses().await.len(), before, "{}", daemon.log_text());
+
+    // The author deletes the post: every part of the answer goes, updates included.
+    mock.delete(ALICE_TOKEN, &target_id).await;
+    let gone = mock
+        .wait_for_bot_statuses(Duration::from_secs(30), |s| {
+            !s.iter().any(|x| x["id"].as_str() == Some(first_id.as_str()))
+        })
+        .await;
+    assert!(thread_under(&gone, &first_id).is_empty(), "{gone:#?}");
+    assert!(!gone.iter().any(|s| text_of(s).contains("Update:")), "{gone:#?}");
+    let metrics = daemon.http_get("/metrics").await;
+    assert!(
+        metrics.contains("musebot_living_total{outcome=\"deletion\"} 1"),
+        "{metrics}"
+    );
+    let _ = daemon.terminate(Duration::from_secs(10));
+}
