@@ -910,3 +910,93 @@ async fn german_and_spanish_posts_are_answered_in_their_language() {
         assert_eq!(record["langs"], json!([lang]), "{record}");
     }
 }
+
+/// Living replies on the reference network (issue 28): an answer that could not verify is
+/// re-checked when the asker says `recheck` under it, and the new verdict is one "Update: …"
+/// post under the bot's last part (Bluesky has no edit); when the author deletes the checked
+/// post, every record of the answer — the update included — is deleted from the bot's repo,
+/// and the acknowledgement, which answered the asker, stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recheck_posts_one_update_and_a_deleted_post_takes_every_part_of_the_answer() {
+    let Some(net) = Network::shared() else { return };
+    let answer = std::sync::Arc::new(std::sync::Mutex::new(
+        "This post cannot be verified. No report I know of says how fish sleep.".to_string(),
+    ));
+    let a = answer.clone();
+    let bot = start_bot_at(
+        net,
+        &net.pds,
+        Script::routed(move |_| a.lock().unwrap().clone()),
+        None,
+        "\n[living]\nfollow_secs = 5\n",
+    )
+    .await;
+    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+    let alice = net.account("alice").await;
+    let bob = net.account("bob").await;
+    let post = alice
+        .post("Fish sleep upside down at night.", None, json!([]), None)
+        .await;
+    let ask = bob.mention(&bot.user, "is this true?", &post, &post).await;
+    let first = bob.wait_for_records(&bot.user.did, 1, Duration::from_secs(60)).await;
+    assert_eq!(first.len(), 1, "{first:#?}\n{}", bot.daemon.log_text());
+    assert!(
+        first[0]["value"]["text"].as_str().unwrap().contains("could not"),
+        "{first:#?}"
+    );
+    let answer_ref = common::bluesky::Ref {
+        uri: first[0]["uri"].as_str().unwrap().to_string(),
+        cid: first[0]["cid"].as_str().unwrap().to_string(),
+    };
+
+    // The facts arrive; the asker asks again under the answer.
+    *answer.lock().unwrap() = "This post is false: fish rest upright, hovering in place.".into();
+    bob.wait_indexed(&answer_ref.uri).await;
+    bob.mention(&bot.user, "recheck", &post, &answer_ref).await;
+    let records = bob.wait_for_records(&bot.user.did, 3, Duration::from_secs(90)).await;
+    let texts: Vec<&str> = records.iter().map(|r| r["value"]["text"].as_str().unwrap()).collect();
+    let update = records
+        .iter()
+        .find(|r| r["value"]["text"].as_str().unwrap().contains("Update:"))
+        .unwrap_or_else(|| panic!("no update: {texts:#?}\n{}", bot.daemon.log_text()));
+    assert!(
+        update["value"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("@{} Update: This post is false.", bob.handle)),
+        "{update}"
+    );
+    assert_eq!(
+        update["value"]["reply"]["parent"]["uri"],
+        json!(answer_ref.uri),
+        "under the last part"
+    );
+    assert_eq!(update["value"]["reply"]["root"]["uri"], json!(post.uri));
+    assert!(texts.iter().any(|t| t.contains("Checking this again")), "{texts:#?}");
+    let _ = ask;
+
+    // The author deletes the post: the answer and its update go, the acknowledgement stays.
+    let rkey = post.uri.rsplit('/').next().unwrap();
+    alice
+        .call(
+            "com.atproto.repo.deleteRecord",
+            json!({"repo": alice.did, "collection": "app.bsky.feed.post", "rkey": rkey}),
+        )
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let left = loop {
+        let left = bob.records_of(&bot.user.did).await;
+        if left.len() == 1 || std::time::Instant::now() > deadline {
+            break left;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(left.len(), 1, "{left:#?}\n{}", bot.daemon.log_text());
+    assert!(
+        left[0]["value"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Checking this again"),
+        "{left:#?}"
+    );
+}
