@@ -192,6 +192,42 @@ follow_secs = 5
     tokio::time::sleep(Duration::from_secs(12)).await;
     assert_eq!(mock.bot_statuses().await.len(), before, "{}", daemon.log_text());
 
+    // Claim memory: someone else posts the same claim in other words; it is answered from the
+    // kept answer's evidence — the check named again — without a single search.
+    let searched = search.asked.lock().unwrap().len();
+    let other = mock
+        .post(
+            ALICE_TOKEN,
+            "Drinking a glass of hot water with lemon will cure you of COVID-19, they say.",
+            None,
+        )
+        .await;
+    let other_id = other["id"].as_str().unwrap().to_string();
+    mock.post(BOB_TOKEN, "@musebot and this one?", Some(&other_id)).await;
+    let all = mock
+        .wait_for_bot_statuses(Duration::from_secs(120), |s| {
+            s.iter()
+                .any(|x| x["in_reply_to_id"].as_str() == Some(other_id.as_str()))
+        })
+        .await;
+    let second: Vec<Value> = all
+        .iter()
+        .find(|x| x["in_reply_to_id"].as_str() == Some(other_id.as_str()))
+        .map(|x| thread_under(&all, x["id"].as_str().unwrap()))
+        .unwrap();
+    let second = thread_text(&second);
+    assert!(
+        second.contains("This post is false. Fact-checked: FactCheck.org rated it \"False\""),
+        "{second}\n{}",
+        daemon.log_text()
+    );
+    assert_eq!(search.asked.lock().unwrap().len(), searched, "no search: {second}");
+    let metrics = daemon.http_get("/metrics").await;
+    assert!(
+        metrics.contains("musebot_living_total{outcome=\"memory\"} 1"),
+        "{metrics}"
+    );
+
     // The author deletes the post: every part of the answer goes, updates included.
     mock.delete(ALICE_TOKEN, &target_id).await;
     let gone = mock

@@ -1,6 +1,7 @@
 //! What the admin page shows, read from the store: recent jobs (trigger, outcome, tokens,
 //! cost, the stage trace and the reply), drafts held for review, watched tags with their
-//! policies, the day's budget, and who opted out. Plain data for the templates, which escape
+//! policies, the answers kept for re-checking (with their next re-check), the day's budget,
+//! and who opted out. Plain data for the templates, which escape
 //! every value (post and page text is untrusted).
 
 use serde_json::{json, Value};
@@ -61,6 +62,9 @@ fn job_row(m: &Moderation, j: &Job) -> Value {
     })
 }
 
+/// Kept answers shown at most.
+const KEPT_SHOWN: usize = 200;
+
 /// The dashboard's data.
 pub fn dashboard(m: &Moderation, recent: usize) -> Result<Value, StoreError> {
     let mut jobs = m.store.all_jobs()?;
@@ -98,11 +102,31 @@ pub fn dashboard(m: &Moderation, recent: usize) -> Result<Value, StoreError> {
         .filter(|p| m.store.paused(**p))
         .map(|p| p.as_str())
         .collect();
+    // Kept answers (living replies), the next re-check first.
+    let mut kept = m.store.kept_all(KEPT_SHOWN)?;
+    kept.sort_by_key(|k| (k.gone.is_some(), k.next_recheck.is_none(), k.next_recheck));
+    let kept: Vec<Value> = kept
+        .iter()
+        .map(|k| {
+            let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d %H:%M UTC").to_string();
+            json!({
+                "job": k.job_id, "platform": k.platform.as_str(), "target": k.target_id,
+                "claim": excerpt(&k.claim),
+                "verdict": k.verdict.map_or(k.outcome.clone(), |v| v.as_str().to_string()),
+                "next": k.next_recheck.map(at),
+                "updates": k.updates.len(),
+                "until": at(k.until),
+                "gone": k.gone.as_deref().map(excerpt),
+                "first_url": k.first_url,
+            })
+        })
+        .collect();
     let spend = m.budget.today();
     let b = &m.budget.config;
     Ok(json!({
         "jobs": jobs.iter().take(recent).map(|j| job_row(m, j)).collect::<Vec<_>>(),
         "held": held,
+        "kept": kept,
         "tags": tags,
         "paused": paused,
         "budget": {

@@ -224,6 +224,10 @@ impl Run<'_> {
         kept.evidence.dedup();
         kept.parts.extend(ids);
         self.worker.store.save_kept(&kept)?;
+        if let (Some(v), Some(_), None) = (&kept.vector, verdict, &kept.gone) {
+            // A settled verdict: claim memory may answer the same claim from this update.
+            self.worker.store.save_vector(&kept.job_id, v, kept.until)?;
+        }
         self.worker.metrics.living("update");
         tracing::info!(of, verdict = ?verdict, edit, "update posted");
         Ok(())

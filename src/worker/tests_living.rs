@@ -298,3 +298,19 @@ async fn recheck_is_the_askers_or_a_moderators_and_withdraw_a_moderators() {
         b.double.texts().last()
     );
 }
+
+#[tokio::test]
+async fn the_admin_page_lists_kept_answers_with_their_next_recheck() {
+    let (b, _answer) = living_bench().await;
+    let id = b.add(mention("1"));
+    b.run(&id).await;
+    let data = crate::admin::view::dashboard(&b.worker.moderation, 10).unwrap();
+    let kept = &data["kept"][0];
+    assert_eq!(kept["job"], id);
+    assert_eq!(kept["claim"], "The Moon is made of cheese.");
+    let next = kept["next"].as_str().expect("a timer is shown");
+    let in_an_hour = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .format("%Y-%m-%d %H")
+        .to_string();
+    assert!(next.starts_with(&in_an_hour), "{next}");
+}

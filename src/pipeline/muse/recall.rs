@@ -50,7 +50,12 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
             return Ok(Usage::default());
         }
     };
-    let kept = match store.job(&job_id) {
+    // The job whose answer the thread states now: the last update's, else the first answer.
+    let source = match store.kept(&job_id) {
+        Ok(Some(k)) if k.gone.is_none() => k.updates.last().map_or(k.job_id.clone(), |u| u.job_id.clone()),
+        _ => return Ok(Usage::default()),
+    };
+    let kept = match store.job(&source) {
         Ok(Some(job)) => job,
         _ => return Ok(Usage::default()),
     };
@@ -64,7 +69,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     if src.evidence.as_ref().is_none_or(Vec::is_empty) {
         return Ok(Usage::default());
     }
-    tracing::info!(from = %job_id, cosine, "the same claim was answered within the kept days; answering from its evidence");
+    tracing::info!(from = %source, kept = %job_id, cosine, "the same claim was answered within the kept days; answering from its evidence");
     r.queries = src.queries;
     r.candidates = src.candidates;
     r.pages = src.pages;
@@ -72,7 +77,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     r.fact_checks = src.fact_checks;
     r.dropped.extend(src.dropped);
     r.recalled = Some(Recalled {
-        from: Some(job_id),
+        from: Some(source),
         cosine,
     });
     Ok(Usage::default())
