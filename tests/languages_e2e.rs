@@ -80,8 +80,10 @@ async fn posts_in_spanish_japanese_and_german_are_answered_in_their_language() {
         .iter()
         .map(|e| format!("\"{e}\""))
         .collect();
+    // Each post's own queries are what this test looks at: claim memory (which answers the
+    // same claim in another language from the first post's evidence, unsearched) is off.
     let extra = format!(
-        "\n[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n\n[relevance]\nonnxruntime = \"{}\"\nmodel = \"{}\"\ntokenizer = \"{}\"\nmultilingual_model = \"{}\"\nmultilingual_tokenizer = \"{}\"\n\n[fetch]\ntest_allow_addrs = [\"{}\"]\ntest_resolve = [{}]\n",
+        "\n[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n\n[relevance]\nonnxruntime = \"{}\"\nmodel = \"{}\"\ntokenizer = \"{}\"\nmultilingual_model = \"{}\"\nmultilingual_tokenizer = \"{}\"\n\n[fetch]\ntest_allow_addrs = [\"{}\"]\ntest_resolve = [{}]\n\n[living]\nmemory = false\n",
         search.base_url(),
         sandbox.get("MUSEBOT_ORT_DYLIB"),
         sandbox.get("MUSEBOT_EMBED_MODEL"),

@@ -244,3 +244,76 @@ follow_secs = 5
     );
     let _ = daemon.terminate(Duration::from_secs(10));
 }
+
+/// `corrections = "edit"` on Mastodon: the asker's `recheck` under an answer that could not
+/// verify, once the model knows better, edits the answer's first part in place (the server
+/// keeps its history: `edited_at` set, the old text in `/history`) instead of posting under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_corrections_by_edit_the_answer_itself_is_edited_and_its_history_kept() {
+    let answer = std::sync::Arc::new(std::sync::Mutex::new(
+        "This post cannot be verified. No report I know of says how fish sleep.".to_string(),
+    ));
+    let a = answer.clone();
+    let llm = ScriptedLlm::start(Script::routed(move |_| a.lock().unwrap().clone())).await;
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let cfg = daemon_config(
+        &dir.path().join("state"),
+        &mock.base,
+        &llm.base_url,
+        port,
+        "[living]\ncorrections = \"edit\"\n",
+    );
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    let target = mock.post(ALICE_TOKEN, "Fish sleep upside down at night.", None).await;
+    let target_id = target["id"].as_str().unwrap().to_string();
+    mock.post(BOB_TOKEN, "@musebot is this true?", Some(&target_id)).await;
+    let first = daemon
+        .wait_for_replies(&mock, Duration::from_secs(60), |s| !s.is_empty())
+        .await;
+    assert_eq!(first.len(), 1, "{first:#?}");
+    let first_id = first[0]["id"].as_str().unwrap().to_string();
+    assert!(text_of(&first[0]).contains("could not"), "{}", text_of(&first[0]));
+
+    *answer.lock().unwrap() = "This post is false: fish rest upright, hovering in place.".into();
+    mock.post(BOB_TOKEN, "@musebot recheck", Some(&first_id)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let edited = loop {
+        let s = mock.get(BOB_TOKEN, &format!("/api/v1/statuses/{first_id}")).await;
+        if text_of(&s).contains("Update:") || std::time::Instant::now() > deadline {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let text = text_of(&edited);
+    assert!(
+        text.starts_with("@bob Update: This post is false"),
+        "{text}\n{}",
+        daemon.log_text()
+    );
+    assert!(!edited["edited_at"].is_null(), "{edited:#}");
+    let history = mock
+        .get(BOB_TOKEN, &format!("/api/v1/statuses/{first_id}/history"))
+        .await;
+    let old: String = history.as_array().unwrap().iter().map(text_of).collect();
+    assert!(
+        old.contains("could not"),
+        "the first text is in the history: {history:#}"
+    );
+    // Nothing was posted under the answer: the public thread is the one edited part.
+    let public: Vec<Value> = mock
+        .bot_statuses()
+        .await
+        .into_iter()
+        .filter(|s| s["visibility"] != "direct")
+        .collect();
+    assert_eq!(public.len(), 1, "{public:#?}");
+    let metrics = daemon.http_get("/metrics").await;
+    assert!(
+        metrics.contains("musebot_living_total{outcome=\"update\"} 1"),
+        "{metrics}"
+    );
+    let _ = daemon.terminate(Duration::from_secs(10));
+}

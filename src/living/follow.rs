@@ -33,7 +33,10 @@ pub struct Round {
 
 impl Follower {
     pub async fn run(self, shutdown: CancellationToken) {
-        let mut tick = tokio::time::interval(Duration::from_secs(self.config.follow_secs.max(1)));
+        // The first round one interval after start, not at once: a restart's catch-up and the
+        // replies it resumes come first on the platform's request budget.
+        let every = Duration::from_secs(self.config.follow_secs.max(1));
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
