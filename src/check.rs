@@ -420,6 +420,7 @@ impl CheckReport {
             "  total tokens: prompt {}, completion {}; cost estimate ${:.4}\n",
             self.prompt_tokens, self.completion_tokens, self.cost_estimate
         ));
-        out
+        // Outside text (the post, titles, ratings, claims) reaches the operator's terminal.
+        crate::compose::scrub(&out)
     }
 }

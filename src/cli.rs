@@ -242,7 +242,7 @@ pub fn main() -> ExitCode {
             };
             runtime(async move {
                 let out = crate::inspect::run(&args, &fetch).await?;
-                println!("{out}");
+                println!("{}", crate::compose::scrub(&out));
                 Ok(())
             })
         }
@@ -382,7 +382,7 @@ fn index_command(command: IndexCommand) -> ExitCode {
                 }
             }
             let report = refresher.refresh().await;
-            print!("{}", report.to_text());
+            print!("{}", crate::compose::scrub(&report.to_text()));
             let failed = |f: &crate::index::refresh::FeedReport| {
                 matches!(f.outcome, crate::index::refresh::FeedOutcome::Failed(_))
             };
@@ -402,7 +402,11 @@ fn index_command(command: IndexCommand) -> ExitCode {
                     .published
                     .map(|d| d.format("%Y-%m-%d").to_string())
                     .unwrap_or_else(|| "undated".into());
-                println!("- {} ({date})\n  {}", h.title, h.url);
+                println!(
+                    "- {} ({date})\n  {}",
+                    crate::compose::scrub(&h.title.replace('\n', " ")),
+                    crate::compose::scrub(&h.url)
+                );
             }
             Ok(())
         }),
@@ -435,7 +439,7 @@ fn claims_import(config: &Config, file: &std::path::Path) -> anyhow::Result<()> 
         .map_err(anyhow::Error::msg)?;
     let report = tokio::task::block_in_place(|| importer.finish())?;
     println!("{}: read as {}", file.display(), format.as_str());
-    print!("{}", report.to_text());
+    print!("{}", crate::compose::scrub(&report.to_text()));
     if report.imported + report.updated + report.unchanged == 0 {
         anyhow::bail!("no review could be read from {}", file.display());
     }

@@ -88,36 +88,58 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         });
     }
 
+    let index_dir = (config.daemon.pipeline == crate::config::PipelineMode::Muse && config.index.enabled())
+        .then(|| config.index.dir(&config.daemon.state_dir));
     let mut refresher = None;
-    if config.daemon.pipeline == crate::config::PipelineMode::Muse && config.index.enabled() {
+    if let Some(dir) = &index_dir {
         // The index's one writer, opened before the pipeline's reader (which it creates).
-        let dir = config.index.dir(&config.daemon.state_dir);
-        // Optional: a bot that cannot keep its index still answers (from the web backends).
-        match crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, Some(metrics.clone())) {
+        // Optional: a bot that cannot keep its index still answers (from the web backends),
+        // and the supervisor below tries again every minute.
+        match crate::index::refresh::Refresher::open(&config.index, dir, &config.fetch, Some(metrics.clone())) {
             Ok(r) => refresher = Some(r),
-            Err(e) => tracing::error!(error = %format!("{e:#}"), "the evidence index is not refreshed"),
+            Err(e) => {
+                let why = format!("{e:#}");
+                tracing::error!(error = %why, "the evidence index is not refreshed now; tried again every minute");
+                metrics.set_index_refresher("retrying", Some(&why));
+            }
         }
     }
     let pipeline = crate::pipeline::build(&config, Some(store.clone()), Some(metrics.clone()), None)?;
-    if let Some(mut r) = refresher {
+    if let Some(dir) = index_dir {
         // The feeds' reviews join the fact-check corpus, embedded with the pipeline's models.
-        if let (Some(m), true) = (&pipeline.muse, config.claims.enabled) {
-            r = r.with_claims(crate::index::refresh::ClaimsSink::new(
-                config.claims.dir(&config.daemon.state_dir),
-                m.embedder.clone(),
-                m.multilingual.clone(),
-                crate::claims::Models {
-                    model: crate::claims::model_id(&config.relevance.model),
-                    multilingual: if m.multilingual.is_some() {
-                        crate::claims::model_id(&config.relevance.multilingual_model)
-                    } else {
-                        String::new()
-                    },
-                },
-                config.claims.max_reviews,
-            ));
-        }
-        background.spawn(r.run(shutdown.clone()));
+        let sink: Option<Box<dyn Fn() -> crate::index::refresh::ClaimsSink + Send>> =
+            match (&pipeline.muse, config.claims.enabled) {
+                (Some(m), true) => {
+                    let (english, multilingual) = (m.embedder.clone(), m.multilingual.clone());
+                    let models = crate::claims::Models {
+                        model: crate::claims::model_id(&config.relevance.model),
+                        multilingual: if m.multilingual.is_some() {
+                            crate::claims::model_id(&config.relevance.multilingual_model)
+                        } else {
+                            String::new()
+                        },
+                    };
+                    let (claims_dir, max) = (config.claims.dir(&config.daemon.state_dir), config.claims.max_reviews);
+                    Some(Box::new(move || {
+                        crate::index::refresh::ClaimsSink::new(
+                            claims_dir.clone(),
+                            english.clone(),
+                            multilingual.clone(),
+                            models.clone(),
+                            max,
+                        )
+                    }))
+                }
+                _ => None,
+            };
+        background.spawn(supervise_refresher(
+            refresher,
+            config.clone(),
+            dir,
+            metrics.clone(),
+            sink,
+            shutdown.clone(),
+        ));
     }
     let prompts = pipeline.prompts.clone();
 
@@ -190,19 +212,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         moderation.budget.used(),
         moderation.budget.state().as_str(),
     );
-    let intake = Intake::new(
-        store.clone(),
-        metrics.clone(),
-        queues,
-        config
-            .mastodon
-            .allowed_bots
-            .iter()
-            .chain(&config.bluesky.allowed_bots)
-            .cloned()
-            .collect(),
-        moderation.clone(),
-    );
+    let allowed_bots = crate::intake::AllowedBots {
+        mastodon: config.mastodon.allowed_bots.clone(),
+        bluesky_dids: match platforms.get(crate::model::PlatformKind::Bluesky) {
+            Some(Platform::Bluesky(b)) => bluesky_dids(b, &config.bluesky.allowed_bots, "bluesky.allowed_bots").await,
+            _ => Vec::new(),
+        },
+    };
+    let intake = Intake::new(store.clone(), metrics.clone(), queues, allowed_bots, moderation.clone());
     if let Some(token) = admin_token {
         let listener = tokio::net::TcpListener::bind(&config.admin.listen)
             .await
@@ -272,6 +289,36 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                     .run(shutdown.clone()),
                 );
             }
+        }
+    }
+    if let Some(Platform::Bluesky(b)) = worker.platforms.get(crate::model::PlatformKind::Bluesky) {
+        // Blocked handles that did not resolve at start are refused by handle meanwhile and
+        // tried again every minute until they resolve.
+        let (b, moderation, stop) = (b.clone(), worker.moderation.clone(), shutdown.clone());
+        if !moderation.unresolved_blocked().is_empty() {
+            background.spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(60));
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tick.tick() => {}
+                    }
+                    let left = moderation.unresolved_blocked();
+                    if left.is_empty() {
+                        return;
+                    }
+                    for handle in left {
+                        if let Ok(did) = b.resolve_did(&handle).await {
+                            tracing::info!(
+                                handle,
+                                did,
+                                "a blocked bluesky account resolved; blocked by its DID now"
+                            );
+                            moderation.blocked_resolved(&handle, &did);
+                        }
+                    }
+                }
+            });
         }
     }
     background.spawn(prune_hourly(store.clone(), retention, shutdown.clone()));
@@ -355,6 +402,76 @@ async fn prune_hourly(store: Store, retention: crate::store::Retention, shutdown
 /// The config's Bluesky handles (moderators, blocked accounts) as DIDs, resolved once at
 /// start and logged in pairs; rights and blocks then follow the DID, whatever handle the
 /// account shows later. A handle that does not resolve gives nobody anything (logged).
+/// Runs the evidence index's refresher and keeps it running: a refresher that could not be
+/// opened (another one holds the writer lock, the folder is not writable) is opened again
+/// every minute, and one that stops by a panic (feed parsing, tantivy, the prune) is reopened
+/// a minute later — each logged, and shown in `/healthz` as `index_refresher`.
+async fn supervise_refresher(
+    mut first: Option<crate::index::refresh::Refresher>,
+    config: Config,
+    dir: std::path::PathBuf,
+    metrics: crate::metrics::SharedMetrics,
+    sink: Option<Box<dyn Fn() -> crate::index::refresh::ClaimsSink + Send>>,
+    shutdown: CancellationToken,
+) {
+    const AGAIN: Duration = Duration::from_secs(60);
+    loop {
+        let opened = match first.take() {
+            Some(r) => Ok(r),
+            None => crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, Some(metrics.clone())),
+        };
+        match opened {
+            Ok(mut r) => {
+                if let Some(make) = &sink {
+                    r = r.with_claims(make());
+                }
+                metrics.set_index_refresher("running", None);
+                match tokio::spawn(r.run(shutdown.clone())).await {
+                    Ok(()) => return,
+                    Err(e) => {
+                        let why = format!("the refresher stopped: {e}");
+                        metrics.error("panic");
+                        tracing::error!(error = %why, "the evidence index refresher stopped; reopened in a minute");
+                        metrics.set_index_refresher("retrying", Some(&why));
+                    }
+                }
+            }
+            Err(e) => {
+                let why = format!("{e:#}");
+                tracing::warn!(error = %why, "the evidence index could not be opened; trying again in a minute");
+                metrics.set_index_refresher("retrying", Some(&why));
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(AGAIN) => {}
+        }
+    }
+}
+
+/// Bluesky accounts named in the config by handle or DID, as DIDs (a handle that does not
+/// resolve is logged and allows nothing until the next start).
+async fn bluesky_dids(bluesky: &Bluesky, entries: &[String], key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in entries {
+        let e = e.trim().trim_start_matches('@');
+        if e.starts_with("did:") {
+            out.push(e.to_string());
+            continue;
+        }
+        match bluesky.resolve_did(e).await {
+            Ok(did) => {
+                tracing::info!(handle = e, did, key, "bluesky account resolved");
+                out.push(did);
+            }
+            Err(err) => {
+                tracing::warn!(handle = e, error = %err, key, "bluesky account does not resolve; it is ignored until the next start (or write its DID)")
+            }
+        }
+    }
+    out
+}
+
 async fn resolve_bluesky_handles(
     bluesky: &Bluesky,
     config: &crate::config::ModerationConfig,
@@ -369,7 +486,7 @@ async fn resolve_bluesky_handles(
             Err(e) => tracing::warn!(
                 handle,
                 error = %e,
-                "bluesky account in [moderation] does not resolve; it is ignored until the next start (or write its DID)"
+                "bluesky account in [moderation] does not resolve yet: as a moderator it is ignored until the next start, as a blocked account it is refused by its handle and tried again every minute (or write its DID)"
             ),
         }
     }

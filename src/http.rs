@@ -40,6 +40,7 @@ async fn healthz(State(m): State<SharedMetrics>) -> impl IntoResponse {
         "search": search,
         "failing_search_backends": failing,
         "budget": m.budget_state(),
+        "index_refresher": m.index_refresher_state(),
     });
     let code = if ok {
         StatusCode::OK

@@ -46,8 +46,30 @@ struct Inner {
     store: Store,
     metrics: SharedMetrics,
     queues: Queues,
-    allowed_bots: Vec<String>,
+    allowed_bots: AllowedBots,
     moderation: Moderation,
+}
+
+/// Bot accounts whose mentions are answered (`mastodon.allowed_bots`, `bluesky.allowed_bots`),
+/// per platform and by account key: `user@domain` on Mastodon, the DID on Bluesky (the
+/// config's handles resolved at start, like moderators'), so a handle on one platform allows
+/// nothing on the other, and a Bluesky handle taken by another account allows nothing.
+#[derive(Debug, Clone, Default)]
+pub struct AllowedBots {
+    pub mastodon: Vec<String>,
+    pub bluesky_dids: Vec<String>,
+}
+
+impl AllowedBots {
+    fn allows(&self, moderation: &Moderation, t: &crate::model::Trigger) -> bool {
+        match t.platform {
+            PlatformKind::Mastodon => self
+                .mastodon
+                .iter()
+                .any(|a| moderation.same_mastodon_account(a, &t.author.handle)),
+            PlatformKind::Bluesky => t.author.id.as_ref().is_some_and(|d| self.bluesky_dids.contains(d)),
+        }
+    }
 }
 
 /// The bounded queues to the workers: `first` (mentions, commands, flags) is always served
@@ -72,7 +94,7 @@ impl Intake {
         store: Store,
         metrics: SharedMetrics,
         queues: Queues,
-        allowed_bots: Vec<String>,
+        allowed_bots: AllowedBots,
         moderation: Moderation,
     ) -> Intake {
         Intake {
@@ -92,7 +114,13 @@ impl Intake {
     pub fn for_tests(store: Store) -> Intake {
         let (queues, _, _) = Queues::new(16);
         let moderation = Moderation::new(Default::default(), store.clone());
-        Intake::new(store, crate::metrics::Metrics::new(), queues, Vec::new(), moderation)
+        Intake::new(
+            store,
+            crate::metrics::Metrics::new(),
+            queues,
+            AllowedBots::default(),
+            moderation,
+        )
     }
 
     /// The hashtags moderators watch on `platform` (what the hashtag sources read).
@@ -162,6 +190,16 @@ impl Intake {
             }
             return Ok(());
         }
+        // A hit whose tag's day or author's window is spent is dropped here, before anything
+        // is stored: a flooded tag costs a cursor move, not a job (and an fsync) per post.
+        if let Some(reason) = inner.moderation.hit_refused(&trigger, &id, &trigger.author.key()) {
+            tracing::info!(job = %id, why = ?reason, "a hashtag hit refused before it is stored");
+            inner.metrics.job_finished(reason.as_str());
+            if let Some((name, value)) = cursor {
+                inner.store.advance_cursor(name, value)?;
+            }
+            return Ok(());
+        }
         let platform = trigger.platform.as_str();
         let cause = trigger.cause.as_str();
         let mut job = Job::new(trigger);
@@ -201,10 +239,7 @@ impl Intake {
         let inner = &self.inner;
         let t = &job.trigger;
         let author = &t.author;
-        let allowed_bot = inner
-            .allowed_bots
-            .iter()
-            .any(|a| a.eq_ignore_ascii_case(&author.handle));
+        let allowed_bot = inner.allowed_bots.allows(&inner.moderation, t);
         let skip = if author.is_self {
             Some(SkipReason::OwnPost)
         } else if author.is_bot && !allowed_bot {
@@ -226,5 +261,86 @@ pub fn trigger_as_post(t: &Trigger) -> Post {
         author_is_bot: t.author.is_bot,
         author_nobot: t.author.nobot,
         ..Post::text_only(&t.status_id, &t.author.handle, &t.text, t.created_at, t.visibility)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Trigger;
+
+    /// `allowed_bots` (issue 29): per platform, by account key — a Mastodon entry allows
+    /// nothing on Bluesky, and on Bluesky only the DID counts, whatever the handle says.
+    #[test]
+    fn allowed_bots_are_per_platform_and_by_stable_id() {
+        let store = Store::open_temporary().unwrap();
+        let m = Moderation::new(Default::default(), store);
+        let allowed = AllowedBots {
+            mastodon: vec!["helper@bots.example".into()],
+            bluesky_dids: vec!["did:plc:helper".into()],
+        };
+        let mut t = Trigger::test_mention("1");
+        t.author.handle = "@Helper@bots.example".into();
+        t.author.is_bot = true;
+        assert!(allowed.allows(&m, &t));
+        t.author.handle = "other@bots.example".into();
+        assert!(!allowed.allows(&m, &t));
+        // The same handle on Bluesky, another account: nothing.
+        t.platform = PlatformKind::Bluesky;
+        t.author.handle = "helper@bots.example".into();
+        t.author.id = Some("did:plc:impostor".into());
+        assert!(!allowed.allows(&m, &t));
+        // The allowed DID under a new handle: still allowed.
+        t.author.handle = "renamed.bsky.social".into();
+        t.author.id = Some("did:plc:helper".into());
+        assert!(allowed.allows(&m, &t));
+    }
+
+    /// A hit past its tag's day (issue 29) is dropped before it is stored: no job, no fsync,
+    /// only the cursor moves.
+    #[tokio::test]
+    async fn a_hit_past_its_tags_day_is_not_stored() {
+        let store = Store::open_temporary().unwrap();
+        let mut config = crate::config::ModerationConfig::default();
+        config.tag_policy.replies_per_day = 1;
+        let m = Moderation::new(config, store.clone());
+        m.execute(
+            PlatformKind::Mastodon,
+            "moderator",
+            None,
+            &Command::Watch("moon".into()),
+            "en",
+        )
+        .unwrap();
+        let (queues, _first, _later) = Queues::new(16);
+        let intake = Intake::new(
+            store.clone(),
+            crate::metrics::Metrics::new(),
+            queues,
+            AllowedBots::default(),
+            m.clone(),
+        );
+        let hit = |id: &str, author: &str| {
+            let mut t = Trigger::test_mention(id);
+            t.cause = Cause::HashtagHit { tag: "moon".into() };
+            t.status_id = id.into();
+            t.author.handle = author.into();
+            t
+        };
+        let first = hit("1", "carol");
+        assert_eq!(m.admit_hit(&first, &first.job_id(), "carol").unwrap(), None);
+        let second = hit("2", "dave");
+        intake
+            .accept(Event {
+                trigger: Some(second.clone()),
+                cursor: Some(CursorMove {
+                    name: "mastodon:tag:moon".into(),
+                    value: "2".into(),
+                }),
+            })
+            .await
+            .unwrap();
+        assert!(store.job(&second.job_id()).unwrap().is_none(), "not stored");
+        assert_eq!(store.cursor("mastodon:tag:moon").unwrap().as_deref(), Some("2"));
     }
 }

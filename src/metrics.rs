@@ -97,6 +97,9 @@ pub struct Metrics {
     /// The budget as `/healthz` shows it.
     pub budget: Mutex<serde_json::Value>,
     pub connections: Mutex<BTreeMap<String, ConnState>>,
+    /// The evidence index's refresher as `/healthz` shows it (`null` without one):
+    /// `{state: running|retrying, reason, since}`.
+    pub index_refresher: Mutex<serde_json::Value>,
     pub search_backends: Mutex<BTreeMap<String, BackendHealth>>,
 }
 
@@ -204,6 +207,7 @@ impl Metrics {
             budget_used,
             budget: Mutex::new(serde_json::Value::Null),
             connections: Mutex::new(BTreeMap::new()),
+            index_refresher: Mutex::new(serde_json::Value::Null),
             search_backends: Mutex::new(BTreeMap::new()),
         })
     }
@@ -324,6 +328,17 @@ impl Metrics {
         self.budget_used.set(used);
         *self.budget.lock().expect("metrics lock") =
             serde_json::json!({"tokens_today": tokens, "cost_today": cost, "used": used, "state": state});
+    }
+
+    /// The refresher's state (`running`, or `retrying` with why).
+    pub fn set_index_refresher(&self, state: &str, reason: Option<&str>) {
+        *self.index_refresher.lock().expect("metrics lock") = serde_json::json!({
+            "state": state, "reason": reason, "since": chrono::Utc::now().to_rfc3339(),
+        });
+    }
+
+    pub fn index_refresher_state(&self) -> serde_json::Value {
+        self.index_refresher.lock().expect("metrics lock").clone()
     }
 
     pub fn budget_state(&self) -> serde_json::Value {

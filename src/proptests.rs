@@ -183,6 +183,43 @@ proptest! {
         }
     }
 
+    /// Firehose frames (issue 29): any bytes, and well-formed frames whose commit carries
+    /// random ops, blocks and cut-offs, decode to a frame or an error, never a panic.
+    #[test]
+    fn firehose_frames_never_panic(
+        noise in proptest::collection::vec(any::<u8>(), 0..1024),
+        blocks in proptest::collection::vec(any::<u8>(), 0..512),
+        path in "(app\\.bsky\\.feed\\.post/[a-z0-9]{0,13}|[a-z./]{0,20})",
+        action in "(create|update|delete|[a-z]{0,6})",
+        cut in 0usize..2048,
+        t in "(#commit|#identity|#account|#info|[#a-z]{0,8})",
+    ) {
+        use ipld_core::ipld::Ipld;
+        use crate::platform::bluesky::firehose::decode;
+        let _ = decode(&noise, "did:plc:bot");
+        let mut header = std::collections::BTreeMap::new();
+        header.insert("op".to_string(), Ipld::Integer(1));
+        header.insert("t".to_string(), Ipld::String(t));
+        let mut op = std::collections::BTreeMap::new();
+        op.insert("action".to_string(), Ipld::String(action));
+        op.insert("path".to_string(), Ipld::String(path));
+        op.insert("cid".to_string(), Ipld::Null);
+        let mut commit = std::collections::BTreeMap::new();
+        commit.insert("seq".to_string(), Ipld::Integer(7));
+        commit.insert("repo".to_string(), Ipld::String("did:plc:alice".into()));
+        commit.insert("ops".to_string(), Ipld::List(vec![Ipld::Map(op)]));
+        commit.insert("blocks".to_string(), Ipld::Bytes(blocks));
+        let mut frame = serde_ipld_dagcbor::to_vec(&Ipld::Map(header)).unwrap();
+        frame.extend(serde_ipld_dagcbor::to_vec(&Ipld::Map(commit)).unwrap());
+        let _ = decode(&frame, "did:plc:bot");
+        frame.truncate(cut.min(frame.len()));
+        let _ = decode(&frame, "did:plc:bot");
+        // And the frame with the noise spliced into its middle.
+        let mid = frame.len() / 2;
+        frame.splice(mid..mid, noise);
+        let _ = decode(&frame, "did:plc:bot");
+    }
+
     #[test]
     fn config_text_never_panics(text in prop_oneof![
         hostile_text(),
@@ -197,8 +234,11 @@ proptest! {
     /// evidence.
     #[test]
     fn composed_replies_mention_nobody_and_link_only_evidence(text in hostile_text()) {
-        let allowed: std::collections::HashSet<String> = ["https://news.example/a".to_string()].into();
-        let out = crate::compose::enforce_rules(&text, &allowed);
+        // The second evidence URL carries a mention Mastodon would find (issue 29).
+        let evidence = "https://news.example/b-@victim@evil.example";
+        let allowed: std::collections::HashSet<String> =
+            ["https://news.example/a".to_string(), evidence.to_string()].into();
+        let out = crate::compose::enforce_rules(&format!("{text} {evidence}"), &allowed);
         let chars: Vec<char> = out.chars().collect();
         for w in chars.windows(2) {
             prop_assert!(

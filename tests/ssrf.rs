@@ -232,3 +232,48 @@ async fn dns_rebinding_is_refused_at_connect_time() {
     assert!(asked.load(Ordering::SeqCst) >= 2, "resolved again at connect time: {e}");
     assert_eq!(hits.load(Ordering::SeqCst), 0, "no connection reached loopback: {e}");
 }
+
+/// A credible page that redirects to a blocked domain (issue 29): the hop is refused before
+/// any request reaches the blocked host — not only the landing page dropped afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_a_blocked_domain_is_refused_at_the_hop() {
+    let ok = redirector().await;
+    let (trip_port, hits) = tripwire().await;
+    let blocked = format!("127.0.0.1:{trip_port}");
+    let config = FetchConfig {
+        test_allow_addrs: vec![ok.to_string(), blocked.clone()],
+        test_resolve: vec![
+            format!("news.example={ok}"),
+            format!("tracker.blocked.example={blocked}"),
+        ],
+        ..FetchConfig::default()
+    };
+    let fetcher = Fetcher::new(&config)
+        .unwrap()
+        .with_blocked_domains(&["blocked.example".to_string()]);
+    let to = enc(&format!("http://tracker.blocked.example:{trip_port}/story"));
+    let err = fetcher
+        .fetch(&format!("http://news.example:{}/r?to={to}", ok.port()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, FetchError::BadUrl(ref m) if m.contains("blocked domain")),
+        "{err:?}"
+    );
+    // Without the block the same hop is taken (the tripwire sees it): the test can fail.
+    let open = Fetcher::new(&config).unwrap();
+    let _ = open
+        .fetch(&format!("http://news.example:{}/r?to={to}", ok.port()))
+        .await;
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        1,
+        "only the unblocked fetcher reached the host"
+    );
+    // A blocked domain asked for directly is refused too.
+    let direct = fetcher
+        .fetch(&format!("http://tracker.blocked.example:{trip_port}/x"))
+        .await;
+    assert!(direct.is_err());
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+}

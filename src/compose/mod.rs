@@ -195,22 +195,24 @@ fn link_start(token: &str) -> Option<usize> {
 /// a mention is dropped. The body carries no mention at all: the requester's handle is the
 /// thread's lead, added by the caller, so nothing the model wrote chooses whom the reply pings.
 pub fn enforce_rules(text: &str, allowed_urls: &HashSet<String>) -> String {
+    let text = &scrub(text);
     let mut out = String::with_capacity(text.len());
     for (_, token) in split_keep_ws(text) {
         if token.chars().all(char::is_whitespace) {
             out.push_str(token);
             continue;
         }
+        // The model may write an evidence URL as given or in the form the bot posts it.
         let allowed = |start: usize| {
             let rest = &token[start..];
             [split_url_tail(rest), split_url_at_text(rest)]
                 .into_iter()
-                .find(|(link, _)| allowed_urls.contains(*link))
+                .find(|(link, _)| allowed_urls.contains(*link) || allowed_urls.iter().any(|u| at_safe(u) == *link))
         };
         match link_start(token).and_then(|start| Some((start, allowed(start)?))) {
             Some((start, (link, tail))) => {
-                // An evidence URL is kept as written (`/@author/` paths included: the
-                // platforms link URLs before they look for mentions); only punctuation may
+                // An evidence URL is kept, every `@` a mention could follow percent-encoded
+                // ([`at_safe`]; `/@author/` paths stay as written); only punctuation may
                 // stand glued to it, so nothing can form a link or a mention with it. Words
                 // glued before it (Japanese writes none of the spaces) are kept apart by a
                 // space, unless they could make a host or a handle of it.
@@ -227,7 +229,7 @@ pub fn enforce_rules(text: &str, allowed_urls: &HashSet<String>) -> String {
                     out.push_str(&without_links_or_mentions(prefix));
                     out.push(' ');
                 }
-                out.push_str(link);
+                out.push_str(&at_safe(link));
                 if !tail.is_empty() && !tail.starts_with(URL_TAIL) {
                     out.push(' ');
                 }
@@ -244,6 +246,71 @@ pub fn enforce_rules(text: &str, allowed_urls: &HashSet<String>) -> String {
         cleaned.push('\n');
     }
     cleaned.trim().to_string()
+}
+
+/// `text` without the characters that change how text around them reads but show nothing: C0
+/// and C1 controls (a line break and a tab stay) and the format characters
+/// (`General_Category=Cf`: bidi embeddings, overrides and isolates, marks, invisible operators,
+/// soft hyphens, the BOM…) — except ZWNJ and ZWJ (U+200C/D: Persian and Indic spelling, emoji
+/// sequences) and the tag characters of flag sequences (U+E0020–E007F). Outside text
+/// (ratings, publishers, claims, titles, the model's words) reaches the posted reply and the
+/// terminal through it.
+pub fn scrub(text: &str) -> String {
+    text.chars().filter(|c| !is_hidden(*c)).collect()
+}
+
+fn is_hidden(c: char) -> bool {
+    match c {
+        '\n' | '\t' => false,
+        '\u{200C}' | '\u{200D}' | '\u{E0020}'..='\u{E007F}' => false,
+        c if c.is_control() => true,
+        '\u{00AD}'
+        | '\u{0600}'..='\u{0605}'
+        | '\u{061C}'
+        | '\u{06DD}'
+        | '\u{070F}'
+        | '\u{0890}'..='\u{0891}'
+        | '\u{08E2}'
+        | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{110BD}'
+        | '\u{110CD}'
+        | '\u{13430}'..='\u{1343F}'
+        | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0001}' => true,
+        _ => false,
+    }
+}
+
+/// A URL as the bot writes it: every `@` percent-encoded (`%40`) except one right after a `/`.
+/// Mastodon finds mentions in the raw text, URLs included, after any character but `=`, `/`
+/// and word characters (`MENTION_RE`), so `…/a-@victim@host`, `.@x`, `(@x`, `&@x` in a cited
+/// URL would ping that account (and, in a direct reply, add it as a recipient); a `/@user`
+/// profile path is no mention and stays readable. `%40` means `@` to every web server.
+pub fn at_safe(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    let mut prev = ' ';
+    for c in url.chars() {
+        if c == '@' && prev != '/' {
+            out.push_str("%40");
+        } else if c != '@' && is_at_sign(c) {
+            // The full-width forms, as a browser would send them (UTF-8, percent-encoded).
+            let mut buf = [0; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+        prev = c;
+    }
+    out
 }
 
 /// `token` with every link removed and every mention defused, again until neither is left:

@@ -292,3 +292,44 @@ fn a_long_word_after_a_clause_mark_starts_its_own_piece() {
     let joined: String = split_thread("", &body, limits, false, 10).concat();
     assert_eq!(joined, body);
 }
+
+/// A mention inside a cited URL (issue 29): Mastodon's `MENTION_RE` finds `@name` after any
+/// character but `=`, `/` and word characters, URLs included, so each of these evidence URLs
+/// would ping `victim` — and, in a direct reply, add them as a recipient. Every such `@` is
+/// posted percent-encoded; the model may write the URL either way; `/@user` paths stay.
+#[test]
+fn an_at_sign_in_a_cited_url_can_ping_nobody() {
+    for glue in ["-", ".", ",", "(", "+", "~", "&", "!", "*", "'", ";", ":"] {
+        let url = format!("https://www.reuters.com/world/a{glue}@victim@evil.example/x?q=1{glue}@victim");
+        let allowed: HashSet<String> = [url.clone()].into();
+        for written in [url.clone(), at_safe(&url)] {
+            let out = enforce_rules(&format!("This post is false, see {written} for details."), &allowed);
+            assert!(!out.contains('@'), "{glue}: {out}");
+            assert!(
+                out.contains(&format!("a{glue}%40victim%40evil.example/x?q=1{glue}%40victim")),
+                "{glue}: the evidence URL is kept, encoded: {out}"
+            );
+        }
+    }
+    let profile = "https://mastodon.social/@reuters/113";
+    let allowed: HashSet<String> = [profile.to_string()].into();
+    assert_eq!(
+        enforce_rules(&format!("See {profile}"), &allowed),
+        format!("See {profile}")
+    );
+    assert_eq!(at_safe("https://x.example/a＠b"), "https://x.example/a%EF%BC%A0b");
+}
+
+/// Control and format characters from outside text never reach a posted reply (issue 29):
+/// a rating or title carrying a right-to-left override, isolates, a BEL or an ANSI escape
+/// comes out as its visible letters; the joiners that spelling and emoji need stay.
+#[test]
+fn hidden_characters_never_reach_a_reply() {
+    let allowed = HashSet::new();
+    let text = "Rated \u{202E}eslaF\u{202C} by \u{2066}Checker\u{2069}\u{7}\u{1b}[31m red\u{FEFF}\u{00AD} \u{0085}done";
+    let out = enforce_rules(text, &allowed);
+    assert_eq!(out, "Rated eslaF by Checker[31m red done");
+    assert!(out.chars().all(|c| !c.is_control()), "{out:?}");
+    let keep = "می\u{200C}خواهم 👩\u{200D}💻";
+    assert_eq!(enforce_rules(keep, &allowed), keep);
+}

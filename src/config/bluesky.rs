@@ -28,7 +28,8 @@ pub struct BlueskyConfig {
     pub write_points_per_hour: u32,
     /// Write points per day (Bluesky allows 35,000).
     pub write_points_per_day: u32,
-    /// Handles that may ask even though their profile carries the `bot` self-label.
+    /// Accounts that may ask even though their profile carries the `bot` self-label: handles
+    /// (resolved to their DIDs at start) or DIDs; only the DID is compared.
     pub allowed_bots: Vec<String>,
     /// Put the `bot` self-label on the account's profile at start-up.
     pub set_bot_label: bool,

@@ -33,8 +33,8 @@ pub struct LivingConfig {
     pub corrections: Corrections,
     /// Seconds between looks at the kept posts (deleted? edited?).
     pub follow_secs: u64,
-    /// Kept posts looked at per round: each is a request on the platform's budget (Mastodon's
-    /// 300 per 5 minutes is shared with replies), so the default takes about a fifth of it (at `requests_per_5min` 240).
+    /// Kept posts looked at per round, read in batches (Mastodon 4.3+: 20 a request, one by
+    /// one on older servers; Bluesky: 25 a request), on the request budget replies share.
     pub follow_batch: usize,
     /// Re-checks waiting for a worker at once: a backlog (after downtime, a flood of reviews)
     /// drains at this pace, behind fresh mentions.
@@ -58,7 +58,7 @@ impl Default for LivingConfig {
             max_updates: 2,
             corrections: Corrections::FollowUp,
             follow_secs: 60,
-            follow_batch: 10,
+            follow_batch: 100,
             max_pending_rechecks: 2,
             rematch_batch: 200,
             delete_when_asker_deletes: false,

@@ -418,3 +418,15 @@ mod tests {
         }
     }
 }
+
+/// Whether `url`'s host is one of `domains` or below one (`moderation.blocked_domains`; hosts
+/// compared by [`normalize_host`]).
+pub fn domain_listed(domains: &[String], url: &str) -> bool {
+    let Some(host) = host_of(url) else {
+        return false;
+    };
+    domains.iter().any(|d| {
+        let d = normalize_host(d);
+        !d.is_empty() && (host == d || host.ends_with(&format!(".{d}")))
+    })
+}

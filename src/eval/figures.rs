@@ -123,7 +123,8 @@ pub fn check_quotes(draft: &str, pages: &[String]) -> Vec<QuoteCheck> {
 
 /// Whether each reply URL is among the evidence's.
 pub fn from_evidence(url: &str, evidence: &HashSet<String>) -> bool {
-    let trim = |u: &str| u.trim_end_matches('/').to_string();
+    // Replies carry evidence URLs with `@` percent-encoded (`compose::at_safe`).
+    let trim = |u: &str| crate::compose::at_safe(u.trim_end_matches('/'));
     evidence.iter().any(|e| trim(e) == trim(url))
 }
 

@@ -138,6 +138,8 @@ pub struct Fetcher {
     overrides: HashMap<String, SocketAddr>,
     config: FetchConfig,
     hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+    /// `moderation.blocked_domains`: never requested, not even as a redirect's hop.
+    blocked_domains: Arc<Vec<String>>,
 }
 
 impl Fetcher {
@@ -196,7 +198,15 @@ impl Fetcher {
             overrides,
             config: config.clone(),
             hosts: Arc::default(),
+            blocked_domains: Arc::default(),
         })
+    }
+
+    /// The fetcher that requests nothing on these domains (or below them): a credible page that
+    /// redirects there is refused at the hop, before any request reaches the blocked host.
+    pub fn with_blocked_domains(mut self, domains: &[String]) -> Fetcher {
+        self.blocked_domains = Arc::new(domains.to_vec());
+        self
     }
 
     /// Fetches an HTML page, following at most `max_redirects` redirects.
@@ -256,6 +266,9 @@ impl Fetcher {
     ) -> Result<Got, FetchError> {
         let mut url = Url::parse(url).map_err(|e| FetchError::BadUrl(format!("`{url}` is not a URL ({e})")))?;
         for hop in 0..=self.config.max_redirects {
+            if crate::credibility::domain_listed(&self.blocked_domains, url.as_str()) {
+                return Err(FetchError::BadUrl(format!("{url} is on a blocked domain")));
+            }
             self.check_url(&url).await?;
             let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
             let _permit = self.host_permit(&host).acquire_owned().await.expect("never closed");

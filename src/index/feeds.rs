@@ -52,7 +52,7 @@ pub fn items(body: &[u8], feed_url: &Url) -> Result<Vec<Item>, String> {
             .unwrap_or_default();
         out.push(Item {
             url,
-            title: entry.title.map(|t| plain(&t.content)).unwrap_or_default(),
+            title: cap_title(&entry.title.map(|t| plain(&t.content)).unwrap_or_default()),
             published: entry.published.or(entry.updated),
             summary: plain(&summary),
         });
@@ -126,4 +126,18 @@ mod tests {
         assert!(items(b"<html><body>hello</body></html>", &base()).is_err());
         assert!(items(b"", &base()).is_err());
     }
+}
+
+/// Characters of a title the index stores (a feed's or a page's title is outside text).
+pub const MAX_TITLE_CHARS: usize = 300;
+
+/// A title cut at [`MAX_TITLE_CHARS`] characters, on one line.
+pub fn cap_title(title: &str) -> String {
+    title
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(MAX_TITLE_CHARS)
+        .collect()
 }

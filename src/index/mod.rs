@@ -203,8 +203,11 @@ impl EvidenceIndex {
                 | tantivy::TantivyError::DataCorruption(_)),
             ) if rebuild && dir.join("meta.json").exists() => {
                 tracing::warn!(dir = %dir.display(), error = %e, "the evidence index is of another format; emptied, to be read again from the feeds");
+                // Only tantivy's own files: an operator may have pointed `index.path` at a
+                // folder that holds other things (the state folder, sled's files).
                 for entry in std::fs::read_dir(dir).map_err(|e| fail(e.to_string()))?.flatten() {
-                    if entry.path().is_file() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if entry.path().is_file() && tantivy_file(&name) {
                         std::fs::remove_file(entry.path()).map_err(|e| fail(e.to_string()))?;
                     }
                 }
@@ -326,6 +329,21 @@ impl EvidenceIndex {
     }
 }
 
+/// Whether a file name is one tantivy makes in an index folder: `meta.json`, `.managed.json`,
+/// its lock files, and segment files (`<32 hex digits>.<ext>`, deletes `<32 hex>.<opstamp>.del`).
+fn tantivy_file(name: &str) -> bool {
+    if matches!(
+        name,
+        "meta.json" | ".managed.json" | ".tantivy-meta.lock" | ".tantivy-writer.lock"
+    ) {
+        return true;
+    }
+    let Some((id, _)) = name.split_once('.') else {
+        return false;
+    };
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::refresh::Refresher;
@@ -439,5 +457,34 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(!empty.path().join("none").exists(), "a reader creates nothing");
+    }
+
+    /// An index of another format is emptied of tantivy's files only (issue 29): whatever else
+    /// the folder holds — sled's files, if an operator pointed `index.path` at the state
+    /// folder — stays.
+    #[test]
+    fn rebuilding_deletes_only_what_tantivy_made() {
+        assert!(tantivy_file("meta.json") && tantivy_file(".managed.json"));
+        assert!(tantivy_file("0123456789abcdef0123456789abcdef.idx"));
+        assert!(tantivy_file("0123456789abcdef0123456789abcdef.7.del"));
+        for other in [
+            "db",
+            "conf",
+            "snap.0000000000012F2C",
+            "blobs",
+            "notes.txt",
+            "meta.json.bak",
+            "abc.idx",
+        ] {
+            assert!(!tantivy_file(other), "{other}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("meta.json"), b"{not an index").unwrap();
+        std::fs::write(dir.path().join("db"), b"sled").unwrap();
+        std::fs::write(dir.path().join("conf"), b"sled").unwrap();
+        let index = EvidenceIndex::open_rebuilding(dir.path()).unwrap();
+        assert_eq!(index.len(), 0);
+        assert_eq!(std::fs::read(dir.path().join("db")).unwrap(), b"sled");
+        assert_eq!(std::fs::read(dir.path().join("conf")).unwrap(), b"sled");
     }
 }

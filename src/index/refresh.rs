@@ -292,7 +292,12 @@ impl Refresher {
             Ok(FeedAnswer::NotModified) => return report,
             Ok(FeedAnswer::Fresh { url, body, validators }) => (url, body, validators),
         };
-        let items = match feeds::items(&body, &landed) {
+        // Parsed on a blocking thread: a large or hostile feed must not hold an async worker.
+        let at = landed.clone();
+        let parsed = tokio::task::spawn_blocking(move || feeds::items(&body, &at))
+            .await
+            .unwrap_or_else(|e| Err(format!("the feed parser failed: {e}")));
+        let items = match parsed {
             Ok(items) => items,
             Err(why) => {
                 report.outcome = FeedOutcome::Failed(why);
@@ -356,7 +361,7 @@ impl Refresher {
             let entry = super::Item {
                 url: &url,
                 link: &item.url,
-                title: read.title.as_deref().unwrap_or(&item.title),
+                title: &feeds::cap_title(read.title.as_deref().unwrap_or(&item.title)),
                 text: &text,
                 claims: read.claim_reviews.iter().map(|r| r.claim.as_str()).collect(),
                 published: read.date.or(item.published),

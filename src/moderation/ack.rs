@@ -78,12 +78,13 @@ pub fn check(lang: &str, url: &str) -> String {
     say(lang, "ack_check", context! { url })
 }
 
-pub fn not_found(lang: &str, url: &str, why: &str) -> String {
-    let why: String = why.chars().take(120).collect();
+/// `check <url>` found no post there: why, in the bot's own words only (the platform's
+/// error text is logged, never posted — on Bluesky the acknowledgement is public).
+pub fn not_found(lang: &str, url: &str, gone: bool) -> String {
+    let why = say(lang, if gone { "why_post_gone" } else { "why_post_unreadable" }, ());
     say(lang, "ack_not_found", context! { url, why })
 }
 
-/// How to write a command the moderator got wrong.
 pub fn usage(lang: &str, verb: &str) -> String {
     let how = match verb {
         "watch" | "unwatch" => say(lang, "ack_usage_tag", context! { verb }),

@@ -37,13 +37,7 @@ fn hit_keys(t: &Trigger, tag: &str, author: &str, policy: &crate::model::TagPoli
 /// `bad.example`), both read as [`crate::credibility::normalize_host`] reads hosts (case,
 /// IDNA, trailing dots, `www.`).
 pub fn domain_blocked(domains: &[String], url: &str) -> bool {
-    let Some(host) = crate::credibility::host_of(url) else {
-        return false;
-    };
-    domains.iter().any(|d| {
-        let d = crate::credibility::normalize_host(d);
-        !d.is_empty() && (host == d || host.ends_with(&format!(".{d}")))
-    })
+    crate::credibility::domain_listed(domains, url)
 }
 
 #[derive(Clone)]
@@ -58,14 +52,22 @@ pub struct Moderation {
     pub local_domains: Vec<String>,
     /// Bluesky moderators and blocked accounts as DIDs: the config's DIDs, and its handles as
     /// resolved at start ([`Moderation::with_bluesky_dids`]). A handle is never compared.
-    bluesky: Arc<BlueskyDids>,
+    bluesky: Arc<std::sync::RwLock<BlueskyDids>>,
 }
 
 /// The Bluesky accounts the config names, by DID.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct BlueskyDids {
     moderators: HashSet<String>,
     blocked: HashSet<String>,
+    /// Blocked accounts written as a handle that did not resolve yet: refused by handle (lower
+    /// case) until a retry resolves them — a block fails closed, never open.
+    unresolved_blocked: HashSet<String>,
+}
+
+/// Whether a config entry names a Bluesky account by handle (a dotted name without `@`).
+fn is_bluesky_handle(e: &str) -> bool {
+    !is_did(e) && !e.contains('@') && e.contains('.')
 }
 
 /// Whether a config entry is a DID (`did:plc:…`, `did:web:…`).
@@ -86,10 +88,11 @@ impl Moderation {
                 .map(|e| e.trim().to_string())
                 .collect()
         };
-        let bluesky = Arc::new(BlueskyDids {
+        let bluesky = Arc::new(std::sync::RwLock::new(BlueskyDids {
             moderators: dids(&config.bluesky_moderators),
             blocked: dids(&config.blocked_accounts),
-        });
+            unresolved_blocked: HashSet::new(),
+        }));
         Moderation {
             config,
             store,
@@ -114,22 +117,42 @@ impl Moderation {
     /// Adds the DIDs the config's Bluesky handles resolved to at start: `resolved` maps a
     /// handle (as written in the config) to its DID.
     pub fn with_bluesky_dids(mut self, resolved: &HashMap<String, String>) -> Moderation {
-        let mut dids = BlueskyDids {
-            moderators: self.bluesky.moderators.clone(),
-            blocked: self.bluesky.blocked.clone(),
-        };
+        let mut dids = self.bluesky.read().unwrap_or_else(|p| p.into_inner()).clone();
         let of = |entry: &String| resolved.get(entry.trim()).cloned();
         dids.moderators
             .extend(self.config.bluesky_moderators.iter().filter_map(of));
         dids.blocked.extend(self.config.blocked_accounts.iter().filter_map(of));
-        self.bluesky = Arc::new(dids);
+        dids.unresolved_blocked = self
+            .config
+            .blocked_accounts
+            .iter()
+            .filter(|e| is_bluesky_handle(e) && !resolved.contains_key(e.trim()))
+            .map(|e| e.trim().trim_start_matches('@').to_lowercase())
+            .collect();
+        self.bluesky = Arc::new(std::sync::RwLock::new(dids));
         self
+    }
+
+    /// Blocked Bluesky handles still waiting to be resolved (the daemon retries them).
+    pub fn unresolved_blocked(&self) -> Vec<String> {
+        let d = self.bluesky.read().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<String> = d.unresolved_blocked.iter().cloned().collect();
+        out.sort();
+        out
+    }
+
+    /// A blocked handle resolved later: blocked by its DID from now on.
+    pub fn blocked_resolved(&self, handle: &str, did: &str) {
+        let mut d = self.bluesky.write().unwrap_or_else(|p| p.into_inner());
+        d.unresolved_blocked
+            .remove(&handle.trim().trim_start_matches('@').to_lowercase());
+        d.blocked.insert(did.to_string());
     }
 
     /// The config's Bluesky handles that need resolving to DIDs at start: the moderators, and
     /// the blocked accounts written as a handle (a dotted name without `@`).
     pub fn bluesky_handles(config: &ModerationConfig) -> Vec<String> {
-        let handle = |e: &&String| !is_did(e) && !e.contains('@') && e.contains('.');
+        let handle = |e: &&String| is_bluesky_handle(e);
         let mut out: Vec<String> = config
             .bluesky_moderators
             .iter()
@@ -143,6 +166,12 @@ impl Moderation {
     }
 
     /// A handle as compared: lower case, no leading `@`, no `@` + the bot's own server.
+    /// Whether two Mastodon `acct`s name one account (the bot's own server under either of its
+    /// names, case and a leading `@` ignored).
+    pub fn same_mastodon_account(&self, a: &str, b: &str) -> bool {
+        self.norm(a) == self.norm(b)
+    }
+
     fn norm(&self, handle: &str) -> String {
         let h = handle.trim().trim_start_matches('@').to_lowercase();
         for d in &self.local_domains {
@@ -169,7 +198,13 @@ impl Moderation {
                 let handle = self.norm(handle);
                 self.config.mastodon_moderators.iter().any(|m| self.norm(m) == handle)
             }
-            PlatformKind::Bluesky => id.is_some_and(|d| self.bluesky.moderators.contains(d)),
+            PlatformKind::Bluesky => id.is_some_and(|d| {
+                self.bluesky
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .moderators
+                    .contains(d)
+            }),
         }
     }
 
@@ -177,7 +212,11 @@ impl Moderation {
     /// server.
     pub fn blocked_account(&self, platform: PlatformKind, handle: &str, id: Option<&str>) -> bool {
         if platform == PlatformKind::Bluesky {
-            return id.is_some_and(|d| self.bluesky.blocked.contains(d));
+            let d = self.bluesky.read().unwrap_or_else(|p| p.into_inner());
+            let by_handle = d
+                .unresolved_blocked
+                .contains(&handle.trim().trim_start_matches('@').to_lowercase());
+            return by_handle || id.is_some_and(|i| d.blocked.contains(i));
         }
         let handle = self.norm(handle);
         let domain = handle.split_once('@').map(|(_, d)| d);

@@ -207,3 +207,22 @@ fn bluesky_people_are_known_by_their_did() {
         .unwrap();
     assert!(!m.opted_out(b, "bob-renamed.test", Some("did:plc:bob")));
 }
+
+/// A blocked Bluesky handle that does not resolve at start (issue 29) fails closed: refused by
+/// its handle until it resolves, then by its DID (whatever handle that account takes later).
+#[test]
+fn a_blocked_handle_that_does_not_resolve_is_refused_by_handle_until_it_does() {
+    let store = Store::open_temporary().unwrap();
+    let config = ModerationConfig {
+        blocked_accounts: vec!["Spam.bsky.social".into()],
+        ..ModerationConfig::default()
+    };
+    let m = Moderation::new(config, store).with_bluesky_dids(&HashMap::new());
+    assert_eq!(m.unresolved_blocked(), ["spam.bsky.social"]);
+    assert!(m.blocked_account(PlatformKind::Bluesky, "spam.bsky.social", Some("did:plc:spam")));
+    assert!(!m.blocked_account(PlatformKind::Bluesky, "someone.bsky.social", Some("did:plc:spam")));
+    m.blocked_resolved("spam.bsky.social", "did:plc:spam");
+    assert!(m.unresolved_blocked().is_empty());
+    assert!(m.blocked_account(PlatformKind::Bluesky, "renamed.bsky.social", Some("did:plc:spam")));
+    assert!(!m.blocked_account(PlatformKind::Bluesky, "spam.bsky.social", Some("did:plc:new-holder")));
+}

@@ -178,7 +178,9 @@ pub fn build(
                         .with_metrics(metrics)
                         .with_index(evidence_index(config)),
                 ),
-                fetcher: crate::fetch::Fetcher::new(&config.fetch).map_err(anyhow::Error::msg)?,
+                fetcher: crate::fetch::Fetcher::new(&config.fetch)
+                    .map_err(anyhow::Error::msg)?
+                    .with_blocked_domains(&config.moderation.blocked_domains),
                 credibility: Arc::new(crate::credibility::load::build(&config.credibility)?),
                 embedder: embedder.clone(),
                 multilingual: multilingual.clone(),
@@ -252,7 +254,9 @@ fn images(
         ..config.fetch.clone()
     };
     Ok(Some(Arc::new(muse::describe::Images {
-        fetcher: crate::fetch::Fetcher::new(&fetch).map_err(anyhow::Error::msg)?,
+        fetcher: crate::fetch::Fetcher::new(&fetch)
+            .map_err(anyhow::Error::msg)?
+            .with_blocked_domains(&config.moderation.blocked_domains),
         limits: crate::image::ImageLimits {
             max_bytes: i.max_bytes,
             max_pixels: i.max_pixels,

@@ -16,6 +16,8 @@ pub enum Call {
     /// The look before the first part is posted: is the target still there?
     Recheck,
     Post,
+    /// The follower's batch read of kept posts.
+    LookMany,
 }
 
 pub struct Double {
@@ -125,6 +127,12 @@ impl Double {
     pub fn edit(&self, id: &str, text: &str) -> Result<(), PlatformError> {
         self.edited.lock().unwrap().push((id.into(), text.into()));
         Ok(())
+    }
+
+    pub fn look_many(&self, ids: &[String]) -> Vec<Post> {
+        self.calls.lock().unwrap().push(Call::LookMany);
+        let posts = self.posts.lock().unwrap();
+        ids.iter().filter_map(|i| posts.get(i).cloned()).collect()
     }
 
     pub fn exists(&self, id: &str) -> bool {

@@ -142,6 +142,29 @@ impl Platform {
         }
     }
 
+    /// The posts of `ids` that are still there for the bot, in as few requests as the
+    /// platform allows (the follower's round); one missing is deleted, hidden — or missing
+    /// from a partial answer, so a caller confirms with [`Platform::resolve`] before acting.
+    pub async fn look_many(&self, ids: &[String]) -> Result<Vec<Post>, PlatformError> {
+        match self {
+            Platform::Mastodon(m) => m.look_many(ids).await,
+            Platform::Bluesky(b) => b.look_many(ids).await,
+            Platform::DryRun(_) => Ok(Vec::new()),
+            #[cfg(test)]
+            Platform::Double(d) => Ok(d.look_many(ids)),
+        }
+    }
+
+    /// At most how many kept posts a follower's round may read here: unbounded where posts are
+    /// read in batches; 10 on a Mastodon server that reads one status a request (each is a
+    /// request on the budget replies share).
+    pub fn follow_cap(&self) -> usize {
+        match self {
+            Platform::Mastodon(m) if !m.client.reads_in_batches() => 10,
+            _ => usize::MAX,
+        }
+    }
+
     /// Deletes one of the bot's own posts (a part of its answer); one already gone counts as
     /// deleted. `musebot check` deletes nothing.
     pub async fn delete(&self, id: &str) -> Result<(), PlatformError> {

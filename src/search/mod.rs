@@ -380,9 +380,13 @@ pub(crate) async fn read_json(
     })
 }
 
-/// The HTTP client of the search and reverse-image backends (`search.timeout_secs`).
+/// The HTTP client of the search, reverse-image and Fact Check backends
+/// (`search.timeout_secs`). It follows no redirect: a search service that answers 3xx could
+/// otherwise bounce the bot to any address, internal ones included, past the fetch guard
+/// (a 3xx is then that backend's failure).
 pub(crate) fn client(config: &SearchConfig) -> reqwest::Client {
     reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .user_agent(crate::USER_AGENT)
         .timeout(Duration::from_secs(config.timeout_secs))
         .build()
@@ -393,6 +397,41 @@ pub(crate) fn client(config: &SearchConfig) -> reqwest::Client {
 mod tests {
     use super::*;
     use crate::index::refresh::Refresher;
+
+    /// The backends' client follows no redirect (issue 29): a search service answering 302 to
+    /// an internal address gets no request there.
+    #[tokio::test]
+    async fn the_backends_client_follows_no_redirect() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let hits = std::sync::Arc::new(AtomicUsize::new(0));
+        let h = hits.clone();
+        let tripwire = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let internal = tripwire.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((_s, _)) = tripwire.accept().await {
+                h.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let location = format!("http://{internal}/latest/meta-data/");
+        let app = axum::Router::new().route(
+            "/search",
+            axum::routing::get(move || {
+                let l = location.clone();
+                async move { (axum::http::StatusCode::FOUND, [("location", l)], "") }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let answer = client(&SearchConfig::default())
+            .get(format!("http://{addr}/search?q=x"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 302);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert_eq!(hits.load(Ordering::SeqCst), 0, "the redirect was not followed");
+    }
 
     /// The index after a web backend: its hits stand in for a failed web search, but finding
     /// nothing there leaves the failure standing (an outage, retried later — not "nothing

@@ -17,6 +17,20 @@ use super::Worker;
 /// How often the dispatcher re-reads unfinished jobs from the store.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
 
+/// A job's mark in the in-flight set, removed on drop (the task's end, a panic's unwinding).
+struct InFlight {
+    set: Arc<Mutex<HashSet<String>>>,
+    id: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        // A poisoned lock (a panic while it was held) still holds the set.
+        let mut set = self.set.lock().unwrap_or_else(|p| p.into_inner());
+        set.remove(&self.id);
+    }
+}
+
 /// Feeds workers from the queue and the store; on shutdown stops taking jobs, gives in-flight
 /// ones `grace` to finish, then aborts them (their last finished stage is saved).
 pub async fn dispatch(
@@ -75,10 +89,15 @@ pub async fn dispatch(
                 p = permits.clone().acquire_owned() => p.expect("semaphore never closed"),
             };
             let worker = worker.clone();
-            let in_flight = in_flight.clone();
+            // Released when the task ends in any way, a panic outside a stage included: a
+            // job left marked in flight would never be taken again until a restart.
+            let guard = InFlight {
+                set: in_flight.clone(),
+                id,
+            };
             tasks.spawn(async move {
-                worker.run(&id).await;
-                in_flight.lock().expect("in-flight lock").remove(&id);
+                worker.run(&guard.id).await;
+                drop(guard);
                 drop(permit);
             });
         }
@@ -99,5 +118,27 @@ pub async fn dispatch(
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic outside a stage (issue 29) releases the job's mark, so the sweep takes it again.
+    #[tokio::test]
+    async fn a_task_that_panics_releases_its_job() {
+        let set: Arc<Mutex<HashSet<String>>> = Arc::default();
+        set.lock().unwrap().insert("mastodon:1".into());
+        let guard = InFlight {
+            set: set.clone(),
+            id: "mastodon:1".into(),
+        };
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            panic!("a bug outside the stages");
+        });
+        assert!(task.await.is_err());
+        assert!(set.lock().unwrap().is_empty());
     }
 }

@@ -1,7 +1,8 @@
 //! Living replies in the stage machine (issue 28): a re-check is a job like any other
 //! (`Cause::Recheck`), and this file is what its stages do differently —
 //!
-//! - **resolve**: the kept answer must still be open (kept, not deleted, under `max_updates`);
+//! - **resolve**: the kept answer must still be open (kept, not deleted, under `max_updates`;
+//!   a hashtag auto-reply's not paused);
 //!   the post is read again; no quota (the asker already asked), the budget as for a hashtag
 //!   hit (stopped past the hashtag share); claim memory is off (a re-check searches afresh).
 //! - **compose**: the new answer against what the thread says — a different verdict, or a
@@ -49,6 +50,11 @@ impl Run<'_> {
         }
         if kept.updates.len() as u32 >= self.worker.living.max_updates {
             return Ok(Err(SkipReason::Unchanged("the thread has had its updates".into())));
+        }
+        // An update of a hashtag auto-reply is an auto-reply: a moderator's pause stops it too.
+        let hit = matches!(kept.trigger.cause, Cause::HashtagHit { .. });
+        if hit && self.worker.moderation.store.paused(kept.platform) {
+            return Ok(Err(SkipReason::Policy("auto-replies are paused".into())));
         }
         Ok(Ok(kept))
     }

@@ -209,10 +209,11 @@ impl Run<'_> {
                     (crate::moderation::ack::check(lang, url), vec![url.clone()])
                 }
                 Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
-                Err(e) => (
-                    crate::moderation::ack::not_found(lang, url, &e.to_string()),
-                    vec![url.clone()],
-                ),
+                Err(e) => {
+                    tracing::info!(url = %url, error = %e, "a moderator's check names no post the bot can read");
+                    let gone = matches!(e, PlatformError::Gone(_));
+                    (crate::moderation::ack::not_found(lang, url, gone), vec![url.clone()])
+                }
             },
             Command::Recheck => match self.recheck_command(job, lang)? {
                 Ok(text) => (text, Vec::new()),

@@ -6,11 +6,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::tests::{bench, mention, Bench, VERDICT};
+use super::tests::{bench, mention, watched_hit, Bench, VERDICT};
 use super::*;
 use crate::living::follow::Follower;
 use crate::living::schedule::Scheduler;
 use crate::model::{Cause, Command, Kept, RecheckWhy, Trigger};
+use crate::platform::double::Call;
 use crate::test_llm::Script;
 
 const UNSURE: &str = "This post cannot be verified. No report I know of says whether the Moon is made of cheese.";
@@ -190,8 +191,15 @@ async fn a_deleted_post_takes_its_answer_with_it_and_its_pending_recheck_posts_n
     assert_eq!(queued.len(), 1);
 
     b.double.posts.lock().unwrap().remove("100");
+    let resolves = b.double.count(Call::Resolve);
     let round = follower(&b).round().await.unwrap();
     assert_eq!(round.deleted, 1, "{round:?}");
+    assert_eq!(b.double.count(Call::LookMany), 1, "one batch read");
+    assert_eq!(
+        b.double.count(Call::Resolve),
+        resolves + 1,
+        "the missing post confirmed alone"
+    );
     let mut deleted = b.double.deleted.lock().unwrap().clone();
     deleted.reverse();
     assert_eq!(deleted, first.posted, "every part, last first");
@@ -313,4 +321,30 @@ async fn the_admin_page_lists_kept_answers_with_their_next_recheck() {
         .format("%Y-%m-%d %H")
         .to_string();
     assert!(next.starts_with(&in_an_hour), "{next}");
+}
+
+#[tokio::test]
+async fn a_paused_platform_posts_no_update_of_a_hashtag_auto_reply() {
+    let (b, answer) = living_bench().await;
+    *answer.lock().unwrap() = VERDICT.into();
+    let hit = watched_hit(&b, "1");
+    let id = b.add(hit);
+    let first = b.run(&id).await;
+    assert_eq!(first.status, Status::Done, "{:?}", first.status);
+    b.worker
+        .store
+        .set_paused(crate::model::PlatformKind::Mastodon, true)
+        .unwrap();
+    *answer.lock().unwrap() = "This post is accurate. Scientists now agree the Moon is cheese.".into();
+    let mut k = kept(&b, &id);
+    crate::living::recheck_now(&b.worker.store, &b.worker.living, &mut k, RecheckWhy::Edited).unwrap();
+    scheduler(&b).tick(chrono::Utc::now()).unwrap();
+    let posted = b.double.texts().len();
+    let done = b.run(&rechecks(&b)[0]).await;
+    assert!(
+        matches!(done.status, Status::Skipped(SkipReason::Policy(_))),
+        "{:?}",
+        done.status
+    );
+    assert_eq!(b.double.texts().len(), posted);
 }

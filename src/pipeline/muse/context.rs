@@ -120,11 +120,35 @@ async fn agents_model<'a>(m: &'a Muse, post: &Post) -> (&'a LlmClient, Vec<Strin
 /// Reads the first [`READ_PAGES`] pages (concurrently) and summarises what they say the picture
 /// shows in one call; a page that cannot be read is kept with the reason (and logged).
 async fn summarise(m: &Muse, urls: &[String]) -> Result<(Vec<ContextPage>, Option<String>, Usage), PipelineError> {
-    let read: Vec<(ContextPage, Option<String>)> = stream::iter(urls.iter().take(READ_PAGES).cloned())
+    // Only pages a reply could cite are read: the summary rides on the first citable page as
+    // its context and steers the agents, so an attacker's page showing the picture with their
+    // own story must not write it. The others stay reverse-search context (their titles, in
+    // `sources`), never read.
+    let chosen: Vec<String> = urls
+        .iter()
+        .filter(|u| match m.citable(u) {
+            Ok(_) => true,
+            Err(why) => {
+                tracing::info!(url = %u, reason = why.as_str(), "a page showing the picture is not read (not citable)");
+                false
+            }
+        })
+        .take(READ_PAGES)
+        .cloned()
+        .collect();
+    let mut read: Vec<(ContextPage, Option<String>)> = stream::iter(chosen)
         .map(|url| read_page(m, url))
         .buffered(READ_PAGES)
         .collect()
         .await;
+    // Judged again where each landed (a credible link may redirect elsewhere).
+    for (p, text) in read.iter_mut() {
+        if let (Some(_), Err(why)) = (text.as_ref(), m.citable(&p.url)) {
+            tracing::info!(url = %p.url, reason = why.as_str(), "a page showing the picture landed where it is not cited; not summarised");
+            p.skipped = Some(format!("landed on a page that is not cited ({})", why.as_str()));
+            *text = None;
+        }
+    }
     let pages: Vec<serde_json::Value> = read
         .iter()
         .filter_map(|(p, text)| {

@@ -162,57 +162,11 @@ impl FirehoseSource {
         bytes: &[u8],
         handles: &mut HashMap<String, String>,
     ) -> Result<Option<(i64, Option<crate::model::Trigger>)>, FrameError> {
-        let mut reader = Cursor::new(bytes);
-        let header: Header = serde_ipld_dagcbor::de::from_reader_once(&mut reader)
-            .map_err(|e| FrameError::Skip(format!("unreadable frame header: {e}")))?;
-        let body = &bytes[reader.position() as usize..];
-        if header.op == -1 {
-            let e: ErrorFrame = serde_ipld_dagcbor::from_slice(body).unwrap_or(ErrorFrame {
-                error: None,
-                message: None,
-            });
-            return Err(FrameError::Fatal(format!(
-                "firehose error {}: {}",
-                e.error.unwrap_or_default(),
-                e.message.unwrap_or_default()
-            )));
-        }
-        if header.t.as_deref() != Some("#commit") {
-            let seq: Seq = serde_ipld_dagcbor::from_slice(body).unwrap_or(Seq { seq: None });
-            return Ok(seq.seq.map(|s| (s, None)));
-        }
-        let commit: Commit =
-            serde_ipld_dagcbor::from_slice(body).map_err(|e| FrameError::Skip(format!("unreadable commit: {e}")))?;
-        let car = match &commit.blocks {
-            Some(Ipld::Bytes(b)) => b.as_slice(),
-            _ => &[],
+        let (seq, commit) = match decode(bytes, &self.bot.did)? {
+            Decoded::Other(seq) => return Ok(seq.map(|s| (s, None))),
+            Decoded::Commit(c) => (c.seq, c),
         };
-        let blocks = match car_blocks(car) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(seq = commit.seq, reason = e, "commit blocks unreadable; commit skipped");
-                return Ok(Some((commit.seq, None)));
-            }
-        };
-        for op in &commit.ops {
-            if op.action != "create" || !op.path.starts_with("app.bsky.feed.post/") {
-                continue;
-            }
-            let uri = format!("at://{}/{}", commit.repo, op.path);
-            let Some(data) = op.cid.as_ref().and_then(|c| blocks.get(c)) else {
-                tracing::warn!(uri, "post block missing from its commit; skipped");
-                continue;
-            };
-            let record = match serde_ipld_dagcbor::from_slice::<Ipld>(data) {
-                Ok(r) => ipld_to_json(&r),
-                Err(e) => {
-                    tracing::warn!(uri, reason = %e, "post record unreadable; skipped");
-                    continue;
-                }
-            };
-            let Some(reason) = reason_for_bot(&record, &self.bot.did) else {
-                continue;
-            };
+        for post in commit.posts {
             let handle = match handles.get(&commit.repo) {
                 Some(h) => h.clone(),
                 None => {
@@ -223,20 +177,20 @@ impl FirehoseSource {
             };
             // The shape of a notification, so one function reads both.
             let item = serde_json::json!({
-                "uri": uri,
-                "cid": op.cid.map(|c| c.to_string()),
+                "uri": post.uri,
+                "cid": post.cid,
                 "author": { "did": commit.repo, "handle": handle },
-                "reason": reason,
-                "record": record,
+                "reason": post.reason,
+                "record": post.record,
                 "isRead": false,
                 "indexedAt": commit.time.clone().unwrap_or_else(|| chrono::Utc::now().to_rfc3339()),
             });
             match records::trigger_of(&item, &self.bot) {
-                Ok(t) => return Ok(Some((commit.seq, t))),
-                Err(reason) => tracing::warn!(uri, reason, "bluesky post skipped"),
+                Ok(t) => return Ok(Some((seq, t))),
+                Err(reason) => tracing::warn!(uri = %post.uri, reason, "bluesky post skipped"),
             }
         }
-        Ok(Some((commit.seq, None)))
+        Ok(Some((seq, None)))
     }
 
     /// An account's handle (`describeRepo` on the PDS); the DID itself when unknown.
@@ -257,7 +211,99 @@ impl FirehoseSource {
     }
 }
 
-enum FrameError {
+/// What one frame holds, decoded without any request (fuzzed by the property tests).
+pub(crate) enum Decoded {
+    /// Not a commit (identity, account, info…): its `seq`, if it has one.
+    Other(Option<i64>),
+    Commit(DecodedCommit),
+}
+
+pub(crate) struct DecodedCommit {
+    pub seq: i64,
+    pub repo: String,
+    pub time: Option<String>,
+    /// The created posts that concern the bot (a mention of it or a reply to it), in order.
+    pub posts: Vec<DecodedPost>,
+}
+
+pub(crate) struct DecodedPost {
+    pub uri: String,
+    pub cid: Option<String>,
+    pub reason: &'static str,
+    pub record: serde_json::Value,
+}
+
+/// Decodes a frame (two DAG-CBOR values: header, body; a commit's CAR blocks) and picks the
+/// created posts that concern `bot_did`. Any byte string: an error or a frame, never a panic.
+pub(crate) fn decode(bytes: &[u8], bot_did: &str) -> Result<Decoded, FrameError> {
+    let mut reader = Cursor::new(bytes);
+    let header: Header = serde_ipld_dagcbor::de::from_reader_once(&mut reader)
+        .map_err(|e| FrameError::Skip(format!("unreadable frame header: {e}")))?;
+    let body = bytes.get(reader.position() as usize..).unwrap_or(&[]);
+    if header.op == -1 {
+        let e: ErrorFrame = serde_ipld_dagcbor::from_slice(body).unwrap_or(ErrorFrame {
+            error: None,
+            message: None,
+        });
+        return Err(FrameError::Fatal(format!(
+            "firehose error {}: {}",
+            e.error.unwrap_or_default(),
+            e.message.unwrap_or_default()
+        )));
+    }
+    if header.t.as_deref() != Some("#commit") {
+        let seq: Seq = serde_ipld_dagcbor::from_slice(body).unwrap_or(Seq { seq: None });
+        return Ok(Decoded::Other(seq.seq));
+    }
+    let commit: Commit =
+        serde_ipld_dagcbor::from_slice(body).map_err(|e| FrameError::Skip(format!("unreadable commit: {e}")))?;
+    let mut out = DecodedCommit {
+        seq: commit.seq,
+        repo: commit.repo.clone(),
+        time: commit.time.clone(),
+        posts: Vec::new(),
+    };
+    let car = match &commit.blocks {
+        Some(Ipld::Bytes(b)) => b.as_slice(),
+        _ => &[],
+    };
+    let blocks = match car_blocks(car) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(seq = commit.seq, reason = e, "commit blocks unreadable; commit skipped");
+            return Ok(Decoded::Commit(out));
+        }
+    };
+    for op in &commit.ops {
+        if op.action != "create" || !op.path.starts_with("app.bsky.feed.post/") {
+            continue;
+        }
+        let uri = format!("at://{}/{}", commit.repo, op.path);
+        let Some(data) = op.cid.as_ref().and_then(|c| blocks.get(c)) else {
+            tracing::warn!(uri, "post block missing from its commit; skipped");
+            continue;
+        };
+        let record = match serde_ipld_dagcbor::from_slice::<Ipld>(data) {
+            Ok(r) => ipld_to_json(&r),
+            Err(e) => {
+                tracing::warn!(uri, reason = %e, "post record unreadable; skipped");
+                continue;
+            }
+        };
+        let Some(reason) = reason_for_bot(&record, bot_did) else {
+            continue;
+        };
+        out.posts.push(DecodedPost {
+            uri,
+            cid: op.cid.map(|c| c.to_string()),
+            reason,
+            record,
+        });
+    }
+    Ok(Decoded::Commit(out))
+}
+
+pub(crate) enum FrameError {
     /// The stream itself is wrong (an error frame): reconnect.
     Fatal(String),
     /// Only this frame is unreadable.

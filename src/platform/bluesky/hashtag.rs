@@ -19,9 +19,10 @@ use super::xrpc::Xrpc;
 use crate::intake::{CursorMove, Event, Intake};
 use crate::model::{PlatformKind, TagWatch};
 
-/// Pages read per tag and poll at most (100 posts each). A tag busier than that between two
-/// polls loses its oldest posts (logged); the policy would skip most of them as too old anyway.
-const MAX_PAGES: usize = 10;
+/// Pages read per tag and poll at most — as on Mastodon ([`PAGES_PER_POLL`]): watches share
+/// the request budget with mentions and posting. A tag busier than that between two polls loses
+/// its oldest posts (logged); the policy would skip most of them as too old anyway.
+const MAX_PAGES: usize = crate::platform::mastodon::hashtag::PAGES_PER_POLL;
 
 pub struct BlueskyHashtags {
     pub xrpc: Xrpc,

@@ -223,6 +223,31 @@ impl Bluesky {
         records::to_post(view).map_err(|reason| PlatformError::Gone(format!("{input}: {reason}")))
     }
 
+    /// The posts of `uris` still visible, 25 a request (`getPosts`; without an AppView, one
+    /// record at a time). A gone one is left out.
+    pub async fn look_many(&self, uris: &[String]) -> Result<Vec<Post>, PlatformError> {
+        let mut out = Vec::new();
+        if !self.appview {
+            for uri in uris {
+                match self.post_from_repo(uri).await {
+                    Ok(p) => out.push(p),
+                    Err(PlatformError::Gone(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(out);
+        }
+        for chunk in uris.chunks(25) {
+            for view in self.posts(chunk).await? {
+                match records::to_post(&view) {
+                    Ok(p) => out.push(p),
+                    Err(reason) => tracing::warn!(uri = %view.uri, reason, "unreadable post view skipped"),
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Deletes one of the bot's posts (`com.atproto.repo.deleteRecord`; a record already gone
     /// counts as deleted). Only the bot's own repo: any other URI is refused.
     pub async fn delete(&self, uri: &str) -> Result<(), PlatformError> {

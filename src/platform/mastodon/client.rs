@@ -67,6 +67,9 @@ pub struct MastodonClient {
     post_limiter: Arc<DefaultDirectRateLimiter>,
     max_retries: usize,
     max_response_bytes: usize,
+    /// Whether the server reads several statuses in one request (Mastodon 4.3+); cleared the
+    /// first time it answers that it does not.
+    batch_reads: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl MastodonClient {
@@ -88,6 +91,7 @@ impl MastodonClient {
             post_limiter: Arc::new(post_limiter(config.posts_per_3h)),
             max_retries: config.max_retries,
             max_response_bytes: config.max_response_bytes,
+            batch_reads: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         })
     }
 
@@ -284,6 +288,33 @@ impl MastodonClient {
             Some(idempotency_key),
         )
         .await
+    }
+
+    /// Several statuses in one request (`GET /api/v1/statuses?id[]=`, Mastodon 4.3+): those
+    /// the bot can still see; `None` when the server has no such endpoint (older servers).
+    pub async fn statuses(&self, ids: &[String]) -> Result<Option<Vec<Status>>, MastodonError> {
+        use std::sync::atomic::Ordering;
+        if !self.batch_reads.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let query: Vec<(&str, String)> = ids.iter().map(|i| ("id[]", i.clone())).collect();
+        match self
+            .request("get_statuses", Method::GET, "/api/v1/statuses", &query, None, None)
+            .await
+        {
+            Ok(list) => Ok(Some(list)),
+            Err(e) if matches!(e.status(), Some(404 | 405)) => {
+                tracing::info!("the server reads statuses one at a time (no GET /api/v1/statuses)");
+                self.batch_reads.store(false, Ordering::Relaxed);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether several statuses can be read in one request (as far as the server has said).
+    pub fn reads_in_batches(&self) -> bool {
+        self.batch_reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Deletes one of the bot's statuses. One already gone (404) counts as deleted.

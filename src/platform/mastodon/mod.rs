@@ -135,6 +135,27 @@ impl Mastodon {
         Ok((s.id, s.url))
     }
 
+    /// The posts of `ids` still visible to the bot, by id: 20 a request where the server
+    /// reads several at once, else one by one (a gone one is left out).
+    pub async fn look_many(&self, ids: &[String]) -> Result<Vec<Post>, PlatformError> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(20) {
+            match self.client.statuses(chunk).await? {
+                Some(list) => out.extend(list.into_iter().map(to_post)),
+                None => {
+                    for id in chunk {
+                        match self.client.status(id).await.map_err(PlatformError::from) {
+                            Ok(s) => out.push(to_post(s)),
+                            Err(PlatformError::Gone(_)) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Deletes one of the bot's posts (gone already: done).
     pub async fn delete(&self, id: &str) -> Result<(), PlatformError> {
         Ok(self.client.delete_status(id).await?)
