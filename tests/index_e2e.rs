@@ -569,3 +569,53 @@ async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check(
     assert!(metrics.contains("musebot_claim_matches_total 1"), "{metrics}");
     let _ = daemon.terminate(Duration::from_secs(10));
 }
+
+/// The refresher is supervised (issue 29): while another writer holds the index's lock at
+/// start, the daemon answers without refreshing and `/healthz` says `index_refresher:
+/// retrying` with why; once the lock is free it is opened again (within a minute), reads the
+/// feeds, and `/healthz` says `running`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresher_that_cannot_open_at_start_is_opened_again_once_it_can() {
+    let sandbox = Sandbox::load();
+    let (addr, _) = feed_server(Vec::new()).await;
+    let llm = ScriptedLlm::start(Script::routed(scripted)).await;
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = muse_on_the_index(&sandbox, addr);
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
+    let cfg_path = dir.path().join("bot-config.toml");
+    std::fs::write(&cfg_path, &cfg).unwrap();
+    // The index made once (as an earlier run would have), then its writer lock taken here.
+    let (code, out, err) = musebot(&["index", "refresh", "--config", cfg_path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let index = tantivy::Index::open_in_dir(dir.path().join("state").join("index")).unwrap();
+    let writer: tantivy::IndexWriter = index.writer(15_000_000).unwrap();
+
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    let health: Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
+    assert_eq!(health["index_refresher"]["state"], "retrying", "{health}");
+    assert!(
+        health["index_refresher"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("lock")
+            || health["index_refresher"]["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("refresh"),
+        "{health}"
+    );
+    drop(writer);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let health: Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
+        if health["index_refresher"]["state"] == "running" && daemon.log_text().contains("evidence index refreshed") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{health}\n{}", daemon.log_text());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let _ = daemon.terminate(Duration::from_secs(10));
+}
