@@ -328,7 +328,7 @@ mod tests {
                 )
                 .unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = crate::store::tests::reopen(dir.path());
         let due = store.due_timers(now, 10).unwrap();
         assert_eq!(due.len(), 2, "{due:?}");
         assert_eq!((due[0].job_id.as_str(), due[0].n), ("mastodon:9", 3));

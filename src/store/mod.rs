@@ -400,7 +400,9 @@ mod tests {
 
     /// Opens a store just dropped in this process: sled's flusher thread may hold the file lock
     /// for a moment after the handle is gone.
-    fn reopen(dir: &std::path::Path) -> Store {
+    /// Opens a store again in the same process: sled's flusher thread may hold the file lock
+    /// for a moment after the last handle is dropped.
+    pub(super) fn reopen(dir: &std::path::Path) -> Store {
         for _ in 0..50 {
             match Store::open(dir) {
                 Ok(s) => return s,
