@@ -69,11 +69,8 @@ impl Run<'_> {
         }
         let mut target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
-            // The follower deletes the answer of a deleted post.
-            Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
-            Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
-            Err(PlatformError::Fatal(e) | PlatformError::TooLong(e)) => return Err(StageError::Fatal(e)),
-            Err(PlatformError::RateLimited { until, message }) => return Err(StageError::Parked { until, message }),
+            // Gone: skipped here; the follower deletes the answer of a deleted post.
+            Err(e) => return super::resolve::unresolved(e),
         };
         target.language = crate::lang::of(target.language.as_deref(), &target.text);
         if let Some(reason) = self.skip_reason(job, &target) {
