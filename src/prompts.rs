@@ -123,7 +123,7 @@ pub fn cap_chars(mut text: String, max: usize) -> String {
 
 /// Names of the blocks prompts put untrusted text in (`tests` read every template and fail on
 /// a block tag not listed here).
-pub const BLOCKS: [&str; 7] = [
+pub const BLOCKS: [&str; 8] = [
     "post",
     "page",
     "evidence",
@@ -131,6 +131,7 @@ pub const BLOCKS: [&str; 7] = [
     "objections",
     "sources",
     "image_context",
+    "contradiction",
 ];
 
 fn strip_block_tags(text: &str) -> String {

@@ -935,3 +935,82 @@ async fn a_german_post_is_searched_in_german_and_in_english_and_answered_in_germ
     );
     let _ = daemon.terminate(Duration::from_secs(10));
 }
+
+/// A draft whose verdict contradicts a fact-check it links (issue 29, item 12): a model that
+/// reads AP's fact-check rating the story "False" and still writes "This post is accurate".
+/// With `verify.mode = "negative"` (an accurate draft is not debated) the contested draft is
+/// debated all the same, the contradiction before the judges; the posted reply says that a
+/// professional fact-check disagrees, names it, and carries no verdict of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verdict_against_a_named_fact_check_is_debated_and_said() {
+    let Some(data) = shared() else { return };
+    let probe = local_web(&data, Vec::new()).await;
+    let text = probe.post_text.clone();
+    // The review rates a claim of the same story told later in the article: related (not a
+    // check of another claim), not the post's own (which would settle the verdict), so it is
+    // cited evidence from a fact-checker's desk and the model's verdict is its own.
+    let article = real_pages(&data, &["www.nytimes.com"])
+        .into_iter()
+        .find(|p| p.0 == "www.nytimes.com")
+        .unwrap()
+        .3;
+    let related: String = article
+        .split_whitespace()
+        .skip(60)
+        .take(30)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let related = serde_json::to_string(&related).unwrap();
+    let page = format!(
+        r#"<html lang="en"><head><title>AP Fact Check</title><script type="application/ld+json">{{"@context":"https://schema.org","@type":"ClaimReview",
+         "url":"http://www.apnews.com/fact-check/desk-check","datePublished":"2019-11-20","claimReviewed":{related},
+         "author":{{"@type":"Organization","name":"AP Fact Check"}},
+         "reviewRating":{{"@type":"Rating","alternateName":"False"}}}}</script></head><body><article><h1>AP Fact Check</h1><p>{text}</p><p>{}</p></article></body></html>"#,
+        "Fact checkers traced the claim to a post that misread the trade figures. ".repeat(12)
+    );
+    let web = local_web(&data, vec![("/fact-check/desk-check".to_string(), page)]).await;
+    let llm = ScriptedLlm::start(Script::routed(|body: &Value| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        if system.contains("using only the facts given") {
+            let urls = evidence_urls(user, 10);
+            return format!("This post is accurate. Sources: {}", urls.join(" "));
+        }
+        scripted_muse(body)
+    }))
+    .await;
+    let extra = format!("{}\n[verify]\nmode = \"negative\"\n", web.extra);
+    let Asked {
+        daemon,
+        posted,
+        dir: _dir,
+        mock: _mock,
+        ..
+    } = ask(&extra, &web.post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
+    let reply = thread_text(&posted);
+    let log = daemon.log_text();
+    assert!(
+        reply.starts_with("@bob A professional fact-check disagrees with this reading: AP Fact Check rated it \"False\" (2019-11-20): http://www.apnews.com/fact-check/desk-check."),
+        "{reply}\n{log}"
+    );
+    assert!(!reply.contains("This post is accurate"), "{reply}");
+    let requests = llm.requests.lock().unwrap().clone();
+    let judged: Vec<String> = requests
+        .iter()
+        .filter(|b| {
+            b["messages"][0]["content"]
+                .as_str()
+                .unwrap_or("")
+                .contains("You check a reply")
+        })
+        .filter_map(|b| b["messages"][1]["content"].as_str().map(String::from))
+        .collect();
+    assert!(!judged.is_empty(), "the contested draft was not debated: {log}");
+    assert!(
+        judged
+            .iter()
+            .all(|p| block(p, "contradiction").contains("rated it \"False\"")
+                && block(p, "contradiction").contains("The draft's verdict is \"accurate\"")),
+        "{judged:?}"
+    );
+}

@@ -103,7 +103,7 @@ impl Importer {
                 e => CorpusError::Tantivy(e),
             })?;
         let held = corpus.models();
-        if held.model != models.model && !held.model.is_empty() && corpus.len() > 0 {
+        if held.model != models.model && !held.model.is_empty() && !corpus.is_empty() {
             tracing::warn!(held = %held.model, now = %models.model, "the corpus's vectors were made by another model; reviews imported now get the new one's (import the older dumps again to re-embed them)");
         }
         Ok(Importer {

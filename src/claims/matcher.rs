@@ -113,7 +113,7 @@ impl Matcher {
             config: config.clone(),
         };
         let (english, _) = m.usable();
-        if m.embedder.is_some() && !english && m.corpus.len() > 0 {
+        if m.embedder.is_some() && !english && !m.corpus.is_empty() {
             tracing::warn!(corpus = %m.corpus.models().model, configured = %models.model, "the fact-check corpus's vectors are another model's: claims are matched by words only and none decides a reply — run `musebot index import` on the dumps again");
         }
         Ok(Some(m))

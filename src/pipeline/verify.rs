@@ -2,8 +2,10 @@
 //! ([`super::debate`]) whether every factual sentence of a reply drafted from evidence is
 //! supported by that evidence and whether its verdict follows. Upheld → posted as drafted.
 //! Objections that survive → one revision written with them, debated once more; upheld →
-//! the revision is posted; still contested → the honest insufficient-evidence reply. Each
-//! debate turn and the revision are checkpointed, so a crash repeats nothing finished.
+//! the revision is posted; still contested → the honest insufficient-evidence reply. A draft
+//! whose verdict contradicts a fact-check it names (`muse::contest`) is debated whatever the
+//! mode (except "off"), with the contradiction before the judges. Each debate turn and the
+//! revision are checkpointed, so a crash repeats nothing finished.
 
 use minijinja::context;
 
@@ -20,6 +22,7 @@ pub async fn run(
     post: &Post,
     draft: &Draft,
     evidence: &[Evidence],
+    contested: &[String],
     v: &mut Verification,
     checkpoint: &mut (dyn FnMut(&Verification) + Send),
 ) -> Result<(Option<Draft>, Usage), PipelineError> {
@@ -31,7 +34,7 @@ pub async fn run(
         && match cfg.mode {
             VerifyMode::Off => false,
             VerifyMode::All => true,
-            VerifyMode::Negative => negative,
+            VerifyMode::Negative => negative || !contested.is_empty(),
         };
     if !applies {
         v.outcome = Some(Verified::NotNeeded);
@@ -46,7 +49,7 @@ pub async fn run(
         rounds: cfg.rounds,
     };
     // The debate on the draft as written.
-    let case = case_for(p, post, &facts, &draft.text)?;
+    let case = case_for(p, post, &facts, &draft.text, contested)?;
     let base = v.clone();
     let mut first = v.first.clone();
     let u = debater
@@ -80,7 +83,7 @@ pub async fn run(
         checkpoint(v);
     }
     let revision = v.revision.clone().expect("set above");
-    let case = case_for(p, post, &facts, &revision.text)?;
+    let case = case_for(p, post, &facts, &revision.text, contested)?;
     let base = v.clone();
     let mut second = v.second.clone().unwrap_or_default();
     let u = debater
@@ -103,9 +106,16 @@ pub async fn run(
     }
 }
 
-fn case_for(p: &Pipeline, post: &Post, facts: &serde_json::Value, draft: &str) -> Result<Case, PipelineError> {
+fn case_for(
+    p: &Pipeline,
+    post: &Post,
+    facts: &serde_json::Value,
+    draft: &str,
+    contested: &[String],
+) -> Result<Case, PipelineError> {
     let mut ctx = post_context(post);
     ctx.insert("facts".into(), facts.clone());
+    ctx.insert("contested".into(), serde_json::json!(contested));
     ctx.insert("draft".into(), serde_json::json!(draft));
     Ok(Case {
         opening: p.prompts.render("verify.user.j2", &ctx)?,

@@ -374,6 +374,14 @@ impl Run<'_> {
         let target = job.target.clone().expect("verify runs after resolve");
         let draft = job.draft.clone().expect("verify runs after draft");
         let evidence = job.retrieval.as_ref().map(Retrieval::all_evidence).unwrap_or_default();
+        // Fact-checks the draft names whose rating contradicts its verdict: debated, and said.
+        let checks = job
+            .retrieval
+            .as_ref()
+            .map(crate::pipeline::muse::contest::checks)
+            .unwrap_or_default();
+        let against = crate::pipeline::muse::contest::against(&draft, &checks);
+        let contested = crate::pipeline::muse::contest::lines(&draft, &against);
         let mut verification = job.verification.clone().unwrap_or_default();
         // Each debate turn is saved with the job, so a restart resumes at the turn it lost.
         let (store, mut snapshot) = (self.worker.store.clone(), job.clone());
@@ -388,6 +396,7 @@ impl Run<'_> {
             &target,
             &draft,
             &evidence,
+            &contested,
             &mut verification,
             &mut checkpoint,
         )
@@ -399,14 +408,30 @@ impl Run<'_> {
                 if let Some(o) = outcome.filter(|o| *o != crate::model::Verified::NotNeeded) {
                     self.worker.metrics.verification(o.as_str());
                 }
-                if let Some(mut d) = replacement {
+                let deciding = job
+                    .retrieval
+                    .as_ref()
+                    .map(Retrieval::deciding_reviews)
+                    .unwrap_or_default();
+                let mut d = match replacement {
                     // A revision is the model's words, a withdrawal the bot's: the check the
                     // draft named is named again.
-                    if let Some(r) = &job.retrieval {
-                        crate::pipeline::muse::known::answer(&mut d, &r.deciding_reviews(), &target);
+                    Some(mut d) => {
+                        crate::pipeline::muse::known::answer(&mut d, &deciding, &target);
+                        d
                     }
-                    job.draft = Some(d);
+                    None => draft,
+                };
+                // Never a verdict beside a contrary named check without saying so.
+                let against = crate::pipeline::muse::contest::against(&d, &checks);
+                if !against.is_empty() {
+                    tracing::info!(
+                        checks = against.len(),
+                        "the reply's verdict contradicts a fact-check it names; said so"
+                    );
+                    crate::pipeline::muse::contest::say_so(&mut d, &against, &deciding, &target);
                 }
+                job.draft = Some(d);
                 Ok(StageOutcome::Next(usage))
             }
             Err(e) => Err(self.pipeline_error(e)),

@@ -71,6 +71,20 @@ pub fn evidence_line(r: &ClaimReview) -> String {
     )
 }
 
+/// One check as the reply names it: fact-checker, rating verbatim (cleaned, cut), day, URL.
+pub fn named(r: &ClaimReview, lang: &str) -> String {
+    crate::words::say(
+        lang,
+        "factcheck_named",
+        minijinja::context! {
+            publisher => publisher(r, lang),
+            rating => quoted(&r.rating_text(), QUOTE_CHARS),
+            day => day(r.reviewed, lang),
+            url => r.url,
+        },
+    )
+}
+
 /// What the reply says of the checks (`reviews`: one per page, the deciding ones), or `None`
 /// without any: each fact-checker, rating verbatim (cleaned, cut), day and review URL;
 /// "Fact-checkers disagree" when `disagree`; a check over a year older than the post is said
@@ -78,19 +92,7 @@ pub fn evidence_line(r: &ClaimReview) -> String {
 pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>, lang: &str, disagree: bool) -> Option<String> {
     use crate::words::say;
     reviews.first()?;
-    let named = |r: &ClaimReview| {
-        say(
-            lang,
-            "factcheck_named",
-            minijinja::context! {
-                publisher => publisher(r, lang),
-                rating => quoted(&r.rating_text(), QUOTE_CHARS),
-                day => day(r.reviewed, lang),
-                url => r.url,
-            },
-        )
-    };
-    let all: Vec<String> = reviews.iter().take(3).map(named).collect();
+    let all: Vec<String> = reviews.iter().take(3).map(|r| named(r, lang)).collect();
     let key = if disagree {
         "factcheck_disagree"
     } else {

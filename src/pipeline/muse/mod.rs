@@ -7,6 +7,7 @@
 //! driver, which checkpoints after every finished step, so a restart resumes after the last
 //! one without repeating its LLM calls.
 
+pub mod contest;
 pub mod context;
 pub mod describe;
 pub mod evidence;
