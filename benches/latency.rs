@@ -12,7 +12,10 @@
 //! debate's share of them (the trace's `verify` stage).
 //! Every latency and changed setting is printed beside the figures.
 //!
-//! Arguments: [POSTS] (default 10) [DATA_DIR] (default ../shared/data).
+//! Arguments: [POSTS] (default 10) [DATA_DIR] (default ../shared/data), and the latencies
+//! `--llm-ms N` (per call, default 400), `--token-ms N` (per output token, default 15) and
+//! `--page-ms N` (per page, default 300): `cargo bench --bench latency -- --llm-ms 1500
+//! --token-ms 15 --page-ms 300`. The last line reads `verification on: p50 X s p99 Y s`.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -34,21 +37,25 @@ mod web;
 
 use common::{answer, percentile};
 
-/// The scripted LLM's latency: a fixed part and a part per word it answers.
-const LLM_FIXED: Duration = Duration::from_millis(400);
-const LLM_PER_WORD: Duration = Duration::from_millis(15);
-/// Every page answer's delay.
-const PAGE_DELAY: Duration = Duration::from_millis(300);
+/// The scripted LLM's latency by default: a fixed part per call (`--llm-ms`) and a part per
+/// output token (`--token-ms`; the scripted answers' words stand for their tokens).
+const LLM_FIXED_MS: u64 = 400;
+const LLM_PER_TOKEN_MS: u64 = 15;
+/// Every page answer's delay by default (`--page-ms`).
+const PAGE_DELAY_MS: u64 = 300;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let Some((n_posts, data)) = common::args("latency", 10) else {
         return;
     };
+    let llm_fixed = Duration::from_millis(common::option_ms("--llm-ms", LLM_FIXED_MS));
+    let llm_per_token = Duration::from_millis(common::option_ms("--token-ms", LLM_PER_TOKEN_MS));
+    let page_delay = Duration::from_millis(common::option_ms("--page-ms", PAGE_DELAY_MS));
     let sandbox = common::sandbox();
     let posts = common::posts(&data, n_posts);
     let (site, urls, hosts) = common::pages(&data);
-    let web = web::Site::start_slow(site, PAGE_DELAY).await;
+    let web = web::Site::start_slow(site, page_delay).await;
     let search = web::SearchServer::start(move |q| common::results_for(&urls, q)).await;
     let late = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let only_some = late.clone();
@@ -59,8 +66,8 @@ async fn main() {
             answer(body)
         }
     });
-    script.delay = LLM_FIXED;
-    script.per_word = LLM_PER_WORD;
+    script.delay = llm_fixed;
+    script.per_word = llm_per_token;
     let llm = llm::ScriptedLlm::start(script).await;
 
     let mut config = Config::default();
@@ -86,10 +93,10 @@ async fn main() {
         posts.len()
     );
     println!(
-        "  latencies: LLM {} ms + {} ms per word answered; every page {} ms; search 0 ms",
-        LLM_FIXED.as_millis(),
-        LLM_PER_WORD.as_millis(),
-        PAGE_DELAY.as_millis()
+        "  latencies: LLM {} ms a call + {} ms per output token (a word of the scripted answer); every page {} ms; search 0 ms (--llm-ms, --token-ms, --page-ms)",
+        llm_fixed.as_millis(),
+        llm_per_token.as_millis(),
+        page_delay.as_millis()
     );
     println!("  changed settings: relevance.threshold = 0.0, credibility.include_unknown = true");
     println!();
@@ -97,6 +104,7 @@ async fn main() {
         "  {:<36} {:>8} {:>8} {:>10} {:>11} {:>12} {:>13} {:>13}",
         "", "p50 (s)", "p99 (s)", "LLM calls", "sequential", "pages share", "prompt words", "debate words"
     );
+    let mut summary = None;
     // (label, refuting pages, verification, evidence calls at once)
     for (label, late_pages, mode, parallel) in [
         ("verification off", false, VerifyMode::Off, 1),
@@ -202,6 +210,9 @@ async fn main() {
                 .sum::<u64>();
         }
         let n = posts.len() as f64;
+        if label == "verification on (default)" {
+            summary = Some((percentile(&mut wall.clone(), 0.5), percentile(&mut wall.clone(), 0.99)));
+        }
         println!(
             "  {:<36} {:>8.2} {:>8.2} {:>10.1} {:>11.1} {:>11.0}% {:>13.0} {:>13.0}",
             label,
@@ -213,6 +224,10 @@ async fn main() {
             tokens as f64 / n,
             debate_tokens as f64 / n
         );
+    }
+    if let Some((p50, p99)) = summary {
+        println!();
+        println!("  verification on: p50 {p50:.2} s p99 {p99:.2} s");
     }
 }
 

@@ -3,6 +3,9 @@
 # Cargo.toml: the binary, the hardened unit, sysusers and tmpfiles fragments, the default config
 # as a conffile, prompts, locales, the model scripts, docs). cargo-deb is installed once into
 # $MUSEBOT_CACHE/tools. Prints the .deb's path on stdout.
+#
+#   scripts/package.sh            the release package
+#   MUSEBOT_PACKAGE_PROFILE=dev scripts/package.sh   the same package around the dev binary
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck disable=SC1091
@@ -13,8 +16,14 @@ if ! "$TOOLS/bin/cargo-deb" --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"
     echo "package: installing cargo-deb $CARGO_DEB_VERSION into $TOOLS" >&2
     cargo install cargo-deb --locked --version "$CARGO_DEB_VERSION" --root "$TOOLS" >&2
 fi
-cargo build --release --locked >&2
+# MUSEBOT_PACKAGE_PROFILE (default release, what operators install): the test suite packages
+# the dev binary its own build already made (scripts/test.sh sets it), so a cold run does not
+# compile everything a second time for the package's checks. (cargo-deb 3.8 warns that a dev
+# profile will be refused by a future release: it is pinned above; a bump must keep this.)
+PROFILE=${MUSEBOT_PACKAGE_PROFILE:-release}
+cargo build --locked --profile "$PROFILE" --bin musebot >&2
 OUT="$CARGO_TARGET_DIR/debian"
+[[ "$PROFILE" == release ]] || OUT="$OUT-$PROFILE"
 mkdir -p "$OUT"
-"$TOOLS/bin/cargo-deb" --no-build --output "$OUT" >&2
+"$TOOLS/bin/cargo-deb" --no-build --profile "$PROFILE" --output "$OUT" >&2
 ls -t "$OUT"/musebot_*.deb | head -1

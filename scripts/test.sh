@@ -30,6 +30,9 @@ set -e
 # only with the whole suite, not when a filter is given).
 pkg_status=0
 if [[ $# -eq 0 && $status -eq 0 ]]; then
+    # The package around the binary the suite just built (dev profile: no second, release
+    # build of everything; `scripts/package.sh` alone builds the release package).
+    export MUSEBOT_PACKAGE_PROFILE=${MUSEBOT_PACKAGE_PROFILE:-dev}
     scripts/test-package.sh || pkg_status=$?
     # The unit under a real systemd (scripts/test-systemd.sh), once the package is sound.
     if [[ $pkg_status -eq 0 ]]; then

@@ -17,7 +17,7 @@ pub fn args(name: &str, default_posts: usize) -> Option<(usize, std::path::PathB
         println!("{name} benchmark: skipped here; run it with `cargo bench --bench {name}`");
         return None;
     }
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args = positional();
     let n_posts = args.first().and_then(|a| a.parse().ok()).unwrap_or(default_posts);
     let data = std::path::PathBuf::from(
         args.get(1)
@@ -29,6 +29,41 @@ pub fn args(name: &str, default_posts: usize) -> Option<(usize, std::path::PathB
         return None;
     }
     Some((n_posts, data))
+}
+
+/// Options that take a value (`--llm-ms 1500`); every other `--x` is a flag (cargo's `--bench`).
+const VALUED: &[&str] = &["--llm-ms", "--token-ms", "--page-ms"];
+
+/// The arguments that are neither options nor their values.
+fn positional() -> Vec<String> {
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < all.len() {
+        if VALUED.contains(&all[i].as_str()) {
+            i += 2;
+            continue;
+        }
+        if !all[i].starts_with("--") {
+            out.push(all[i].clone());
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The value of `--name VALUE` (one of [`VALUED`]), or `default`; a value that is not a number
+/// stops the bench with the option's name.
+pub fn option_ms(name: &str, default: u64) -> u64 {
+    assert!(VALUED.contains(&name), "{name} is not a known option");
+    let all: Vec<String> = std::env::args().collect();
+    match all.iter().position(|a| a == name) {
+        Some(i) => all
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} takes a whole number of milliseconds, e.g. {name} {default}")),
+        None => default,
+    }
 }
 
 /// What `scripts/setup-sandbox.sh` wrote (model and library paths).

@@ -35,6 +35,8 @@ pub struct Double {
     /// Parts deleted, and edits made (id, new text), in order.
     pub deleted: Mutex<Vec<String>>,
     pub edited: Mutex<Vec<(String, String)>>,
+    /// The language each accepted part was tagged with, in the order of `posted`.
+    pub langs: Mutex<Vec<Option<String>>>,
 }
 
 impl Double {
@@ -48,6 +50,7 @@ impl Double {
             calls: Mutex::default(),
             deleted: Mutex::default(),
             edited: Mutex::default(),
+            langs: Mutex::default(),
         }
     }
 
@@ -108,13 +111,20 @@ impl Double {
         }
     }
 
-    pub fn post(&self, text: &str, reply_to: &str, key: &str) -> Result<(String, Option<String>), PlatformError> {
+    pub fn post(
+        &self,
+        text: &str,
+        reply_to: &str,
+        key: &str,
+        lang: Option<&str>,
+    ) -> Result<(String, Option<String>), PlatformError> {
         self.scripted(Call::Post)?;
         let mut posted = self.posted.lock().unwrap();
         if let Some(i) = posted.iter().position(|(k, _, _)| k == key) {
             return Ok((format!("p{i}"), None));
         }
         posted.push((key.into(), reply_to.into(), text.into()));
+        self.langs.lock().unwrap().push(lang.map(String::from));
         let i = posted.len() - 1;
         Ok((format!("p{i}"), Some(format!("https://double.example/p{i}"))))
     }

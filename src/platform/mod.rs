@@ -138,7 +138,7 @@ impl Platform {
             Platform::Bluesky(b) => b.post(part).await,
             Platform::DryRun(d) => Ok(d.post(part.key)),
             #[cfg(test)]
-            Platform::Double(d) => d.post(part.text, part.reply_to, part.key),
+            Platform::Double(d) => d.post(part.text, part.reply_to, part.key, part.lang),
         }
     }
 

@@ -233,7 +233,10 @@ impl Run<'_> {
             urls,
             verdict: None,
         });
-        job.target = Some(trigger_as_post(&job.trigger));
+        // The acknowledgement is tagged with the language of its words (issue 30).
+        let mut asking = trigger_as_post(&job.trigger);
+        asking.language = Some(lang.to_string());
+        job.target = Some(asking);
         Ok(StageOutcome::Next(Usage::default()))
     }
 

@@ -87,3 +87,30 @@ async fn a_reply_speaks_the_posts_language() {
     let job = b.run(&b.add(t)).await;
     assert!(job.plan.as_ref().unwrap().parts[0].starts_with("@bob This post is false."));
 }
+
+/// A German moderator's command is acknowledged in German and the status says so: tagged
+/// `de`, not the English default (issue 30: the acknowledgement's target lost the language).
+#[tokio::test]
+async fn a_commands_acknowledgement_is_tagged_with_its_words_language() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    let mut config = crate::config::ModerationConfig::default();
+    config.mastodon_moderators = vec!["mod".into()];
+    b.worker.moderation = crate::moderation::Moderation::new(config, b.worker.store.clone());
+    let mut t = mention("80");
+    t.author.handle = "mod".into();
+    t.cause = crate::model::Cause::Command {
+        command: crate::model::Command::Pause,
+    };
+    t.text = "@musebot pause".into();
+    t.language = Some("de".into());
+    let job = b.run(&b.add(t)).await;
+    assert_eq!(job.status, crate::model::Status::Done, "{:?}", job.last_error);
+    let said = b.double.texts().join(" ");
+    let langs = b.double.langs.lock().unwrap().clone();
+    assert!(!langs.is_empty(), "nothing posted");
+    assert!(langs.iter().all(|l| l.as_deref() == Some("de")), "{langs:?}: {said}");
+    // And the words are German (the acknowledgement's own locale).
+    let german = crate::moderation::ack::pause("de", true);
+    assert_ne!(german, crate::moderation::ack::pause("en", true));
+    assert!(said.contains(&german), "{said}");
+}
