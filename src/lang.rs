@@ -29,10 +29,11 @@ pub fn detect(text: &str) -> Option<&'static str> {
     iso639_1(info.lang().code())
 }
 
-/// A post's language from its platform tag and its text: the tag, unless the text is
-/// confidently in another language and either its script differs from the tag's (a Japanese
-/// text tagged `en`) or the guess is near certain (confidence 0.9 or more); the guess when
-/// there is no tag.
+/// A post's language from its platform tag and its text: the tag, unless the text as a whole
+/// plainly reads as another language — confidently guessed, and either written in another
+/// script than the tag's for [`WHOLE`] of its letters or more (a Japanese text tagged `en`; not
+/// a Japanese post quoting one English sentence) or, in the same script, near certain
+/// (confidence 0.9 or more); the guess when there is no tag.
 pub fn of(tag: Option<&str>, text: &str) -> Option<String> {
     let tag = primary(tag);
     let Some(guess) = detect(text) else { return tag };
@@ -44,12 +45,40 @@ pub fn of(tag: Option<&str>, text: &str) -> Option<String> {
             // says nothing for Spanish).
             let sure = whatlang::detect(text)
                 .is_some_and(|i| i.confidence() >= 0.9 && iso639_1(i.lang().code()) == Some(guess));
-            if sure || non_latin(t) != non_latin(guess) {
+            let other_script = non_latin(t) != non_latin(guess);
+            if other_script {
+                // Measured on the letters: the guess's script must hold the text, not a quote.
+                (share_in_script(text, non_latin(guess)) >= WHOLE)
+                    .then(|| guess.to_string())
+                    .or(tag)
+            } else if sure {
                 Some(guess.to_string())
             } else {
                 tag
             }
         }
+    }
+}
+
+/// The share of a text's letters a script must hold for the text to read, as a whole, as a
+/// language written in it.
+pub const WHOLE: f64 = 0.8;
+
+/// The share of `text`'s letters that are not Latin (`non_latin`) or that are Latin.
+fn share_in_script(text: &str, non_latin: bool) -> f64 {
+    let (mut all, mut inside) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        all += 1;
+        let latin =
+            c.is_ascii_alphabetic() || ('\u{00C0}'..='\u{024F}').contains(&c) || ('\u{1E00}'..='\u{1EFF}').contains(&c);
+        if latin != non_latin {
+            inside += 1;
+        }
+    }
+    if all == 0 {
+        0.0
+    } else {
+        inside as f64 / all as f64
     }
 }
 
@@ -167,6 +196,23 @@ mod tests {
             "too short to doubt the tag"
         );
         assert_eq!(of(Some("pt-BR"), "ok").as_deref(), Some("pt"));
+        // Issue 30: a Japanese post quoting an English sentence stays Japanese; the same words
+        // in English alone, tagged ja, read as English.
+        let mixed =
+            "万里の長城について、NASA said the Great Wall is visible from the Moon と宇宙飛行士が確認したそうです。";
+        assert_eq!(detect(mixed), Some("en"), "the quote alone would win");
+        assert_eq!(of(Some("ja"), mixed).as_deref(), Some("ja"), "the tag stands");
+        assert_eq!(
+            of(
+                Some("ja"),
+                "NASA said the Great Wall is visible from the Moon, astronauts confirmed."
+            )
+            .as_deref(),
+            Some("en")
+        );
+        // A Russian post quoting an English phrase, tagged ru.
+        let ru = "Говорят, что Великая Китайская стена видна с Луны — \"visible from the Moon\", но это миф.";
+        assert_eq!(of(Some("ru"), ru).as_deref(), Some("ru"));
         let de = "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann.";
         assert_eq!(of(Some("de"), de).as_deref(), Some("de"));
         assert_eq!(of(None, "").as_deref(), None);

@@ -156,21 +156,21 @@ impl ClaimReview {
     }
 }
 
+/// A review for tests: `rating` at `url`, the rest empty or off (a markup review with no claim,
+/// date, scores or fact-checker); tests set what they need with struct update syntax.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn review(rating: &str, value: Option<f64>) -> ClaimReview {
+impl ClaimReview {
+    pub fn sample(url: &str, rating: &str) -> ClaimReview {
         ClaimReview {
-            url: "https://fc.example/a".into(),
-            publisher: "FC".into(),
+            url: url.into(),
+            publisher: String::new(),
             publisher_site: None,
-            claim: "c".into(),
+            claim: String::new(),
             claimant: None,
             rating: rating.into(),
-            rating_value: value,
-            best_rating: value.map(|_| 5.0),
-            worst_rating: value.map(|_| 1.0),
+            rating_value: None,
+            best_rating: None,
+            worst_rating: None,
             reviewed: None,
             language: None,
             appearances: Vec::new(),
@@ -179,6 +179,22 @@ mod tests {
             other_claim: false,
             same_claim: false,
             fact_checker: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn review(rating: &str, value: Option<f64>) -> ClaimReview {
+        ClaimReview {
+            publisher: "FC".into(),
+            claim: "c".into(),
+            rating_value: value,
+            best_rating: value.map(|_| 5.0),
+            worst_rating: value.map(|_| 1.0),
+            ..ClaimReview::sample("https://fc.example/a", rating)
         }
     }
 

@@ -15,7 +15,7 @@
 //! then not answered at all.
 
 use super::known::{settle, Settled};
-use crate::model::{ClaimReview, Draft, Post, RatingHint, Retrieval, Verdict};
+use crate::model::{ClaimReview, Draft, Post, Retrieval, Verdict};
 
 /// The fact-checkers' reviews the reply could name: the deciding ones first, then those of the
 /// evidence pages that a fact-checker published, one per review URL.
@@ -27,16 +27,6 @@ pub fn checks(r: &Retrieval) -> Vec<ClaimReview> {
         }
     }
     out
-}
-
-fn class(hint: RatingHint) -> Option<Verdict> {
-    match hint {
-        RatingHint::False => Some(Verdict::Inaccurate),
-        RatingHint::Misleading => Some(Verdict::Misleading),
-        RatingHint::MissingContext => Some(Verdict::MissingContext),
-        RatingHint::True => Some(Verdict::Accurate),
-        RatingHint::Unclear => None,
-    }
 }
 
 /// Whether a rating's class and a verdict say the same.
@@ -67,7 +57,7 @@ pub fn against(draft: &Draft, checks: &[ClaimReview]) -> Vec<ClaimReview> {
     checks
         .iter()
         .filter(|c| !c.other_claim && names(draft, c))
-        .filter(|c| class(c.hint()).is_some_and(|k| !agree(k, verdict)))
+        .filter(|c| super::known::verdict_of(c.hint()).is_some_and(|k| !agree(k, verdict)))
         .cloned()
         .collect()
 }
@@ -132,30 +122,12 @@ pub fn say_so(draft: &mut Draft, against: &[ClaimReview], deciding: &[ClaimRevie
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Outcome, ReviewSource};
-    use chrono::{DateTime, Utc};
+    use crate::model::Outcome;
 
     fn review(fact_checker: &str, rating: &str, url: &str) -> ClaimReview {
         ClaimReview {
-            url: url.into(),
-            publisher: "markup author".into(),
-            publisher_site: None,
-            claim: String::new(),
-            claimant: None,
-            rating: rating.into(),
-            rating_value: None,
-            best_rating: None,
-            worst_rating: None,
-            reviewed: DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
-                .ok()
-                .map(|d| d.with_timezone(&Utc)),
-            language: None,
-            appearances: Vec::new(),
-            source: ReviewSource::Markup,
-            claim_cosine: None,
-            other_claim: false,
-            same_claim: false,
             fact_checker: Some(fact_checker.into()),
+            ..ClaimReview::sample(url, rating)
         }
     }
 

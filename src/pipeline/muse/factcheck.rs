@@ -118,23 +118,10 @@ mod tests {
 
     fn review(publisher: &str, rating: &str, date: &str, url: &str) -> ClaimReview {
         ClaimReview {
-            url: url.into(),
             publisher: publisher.into(),
-            publisher_site: None,
             claim: "The Moon is made of cheese".into(),
-            claimant: None,
-            rating: rating.into(),
-            rating_value: None,
-            best_rating: None,
-            worst_rating: None,
             reviewed: DateTime::parse_from_rfc3339(date).ok().map(|d| d.with_timezone(&Utc)),
-            language: None,
-            appearances: Vec::new(),
-            source: ReviewSource::Markup,
-            claim_cosine: None,
-            other_claim: false,
-            same_claim: false,
-            fact_checker: None,
+            ..ClaimReview::sample(url, rating)
         }
     }
 

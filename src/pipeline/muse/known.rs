@@ -158,7 +158,7 @@ pub fn candidates(m: &Muse, r: &Retrieval) -> Vec<crate::model::Candidate> {
 }
 
 /// The bot's verdict for a rating class.
-fn verdict_of(hint: RatingHint) -> Option<Verdict> {
+pub(crate) fn verdict_of(hint: RatingHint) -> Option<Verdict> {
     match hint {
         RatingHint::False => Some(Verdict::Inaccurate),
         RatingHint::Misleading => Some(Verdict::Misleading),
@@ -258,25 +258,16 @@ mod tests {
 
     fn review(publisher: &str, rating: &str, url: &str) -> ClaimReview {
         ClaimReview {
-            url: url.into(),
             publisher: "markup author".into(),
-            publisher_site: None,
             claim: "The Great Wall is visible from the Moon".into(),
-            claimant: None,
-            rating: rating.into(),
-            rating_value: None,
-            best_rating: None,
-            worst_rating: None,
             reviewed: DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
                 .ok()
                 .map(|d| d.with_timezone(&Utc)),
-            language: None,
-            appearances: Vec::new(),
             source: ReviewSource::Corpus,
             claim_cosine: Some(0.9),
-            other_claim: false,
             same_claim: true,
             fact_checker: Some(publisher.into()),
+            ..ClaimReview::sample(url, rating)
         }
     }
 
