@@ -182,6 +182,7 @@ async fn main() {
     let (mut ours, mut muse_scheme) = (Vec::new(), Vec::new());
     let (mut ours_evidence, mut muse_evidence, mut muse_capped) = (0.0f64, 0.0f64, 0.0f64);
     let (mut pages_read, mut pages_evidence) = (0usize, 0usize);
+    let mut phases: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
     for text in &posts {
         let post = post_of(text);
         let mut r = Retrieval::default();
@@ -192,6 +193,17 @@ async fn main() {
             steps.entry(s.step.clone()).or_default().push(s.millis as f64);
         }
         pages_read += r.pages.as_ref().map_or(0, Vec::len) + read_and_dropped(&r);
+        // The page step again, phase by phase and one page after another, on the pages it read.
+        let read: Vec<String> = r
+            .pages
+            .iter()
+            .flatten()
+            .map(|p| p.url.clone())
+            .chain(r.dropped.iter().filter(|d| is_read(&d.reason)).map(|d| d.url.clone()))
+            .collect();
+        for (phase, ms) in breakdown(&muse, &tokenizer, text, &read).await {
+            phases.entry(phase).or_default().push(ms);
+        }
         let seen: Vec<String> = prompts_seen();
         let our_tokens: f64 = seen.iter().map(|p| count(p)).sum();
         ours_evidence += seen
@@ -316,6 +328,17 @@ async fn main() {
             percentile(&mut v, 0.99)
         );
     }
+    println!(
+        "  the page step's phases, one page after another (sum per post; the step overlaps fetching with extraction and runs embeddings on parallel sessions):"
+    );
+    for (name, mut v) in phases {
+        println!(
+            "  {:<22} {:>10.1} {:>10.1}",
+            format!("    {name}"),
+            percentile(&mut v.clone(), 0.5),
+            percentile(&mut v, 0.99)
+        );
+    }
     println!();
     println!("  no page relevant — changed: relevance.threshold = 1.01, credibility.include_unknown = true");
     println!(
@@ -364,19 +387,80 @@ const PAGE_SLOT: &str = "MUSEBENCHWHOLEPAGESLOT";
 
 /// Pages fetched and extracted but not kept.
 fn read_and_dropped(r: &Retrieval) -> usize {
-    r.dropped
-        .iter()
-        .filter(|d| {
-            matches!(
-                d.reason,
-                DropReason::LowRelevance
-                    | DropReason::TooShort
-                    | DropReason::TooNew
-                    | DropReason::Surplus
-                    | DropReason::Unreadable(_)
-            )
+    r.dropped.iter().filter(|d| is_read(&d.reason)).count()
+}
+
+/// Whether a page dropped for this reason was fetched and extracted first.
+fn is_read(reason: &DropReason) -> bool {
+    matches!(
+        reason,
+        DropReason::LowRelevance
+            | DropReason::TooShort
+            | DropReason::TooNew
+            | DropReason::Surplus
+            | DropReason::Unreadable(_)
+    )
+}
+
+/// The page step's work on `urls`, timed phase by phase (ms): fetch, extract (the bounded
+/// extractor), passages (cut + BM25 prefilter), tokenise (the embedding model's tokenizer on
+/// the prefiltered passages), embed (the model, tokenising included, as the step runs it).
+async fn breakdown(
+    muse: &Muse,
+    tokenizer: &tokenizers::Tokenizer,
+    post: &str,
+    urls: &[String],
+) -> Vec<(&'static str, f64)> {
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1000.0;
+    let t = Instant::now();
+    let mut fetched = Vec::new();
+    for u in urls {
+        if let Ok(f) = muse.fetcher.fetch(u).await {
+            fetched.push((f.url.to_string(), f.html));
+        }
+    }
+    let fetch = ms(t);
+    let t = Instant::now();
+    let mut texts = Vec::new();
+    for (url, html) in fetched {
+        let page = tokio::task::spawn_blocking(move || {
+            musebot::extract::extract_bounded(html, Some(url), musebot::extract::EXTRACT_BUDGET)
         })
-        .count()
+        .await
+        .unwrap();
+        if let Ok(p) = page {
+            texts.push(p.text);
+        }
+    }
+    let extract = ms(t);
+    let t = Instant::now();
+    let cfg = &muse.relevance;
+    let passages: Vec<String> = texts
+        .iter()
+        .flat_map(|text| {
+            let all = musebot::relevance::passages(text, cfg.passage_words);
+            musebot::relevance::lexical_top(post, &all, cfg.prefilter)
+                .into_iter()
+                .map(move |i| all[i].clone())
+        })
+        .collect();
+    let cut = ms(t);
+    let t = Instant::now();
+    let _ = tokenizer.encode_batch(passages.iter().map(String::as_str).collect::<Vec<_>>(), true);
+    let tokenise = ms(t);
+    let t = Instant::now();
+    let embedder = muse.embedder.clone();
+    tokio::task::spawn_blocking(move || embedder.embed(&passages).unwrap())
+        .await
+        .unwrap();
+    let embed = ms(t);
+    vec![
+        ("1 fetch", fetch),
+        ("2 extract", extract),
+        ("3 passages", cut),
+        ("4 tokenise", tokenise),
+        ("5 embed", embed),
+    ]
 }
 
 fn post_of(text: &str) -> Post {
