@@ -125,6 +125,11 @@ pub struct Plan {
     /// The parts were re-split counting text as written, after the server refused one as too long.
     #[serde(default)]
     pub as_written: bool,
+    /// Times the parts were split again shorter after the server refused them counted as
+    /// written (a server that counts code points: a ZWJ emoji sequence is one grapheme, up to
+    /// ten code points): each halves the limit.
+    #[serde(default)]
+    pub shrink: u8,
     /// A correction made by editing `reply_to` (the bot's own first part) with `parts[0]`
     /// instead of posting under it (`living.corrections = "edit"`, Mastodon).
     #[serde(default)]

@@ -469,6 +469,7 @@ impl Run<'_> {
             visibility,
             parts,
             as_written: false,
+            shrink: 0,
             edit: false,
         });
         // Held: what the pipeline wrote (a verdict, or the honest "could not verify"), not the

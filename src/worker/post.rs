@@ -2,7 +2,7 @@
 //! a stable key per part), after the last looks before the first part — a pause, unwatch or
 //! opt-out since the job was queued, an answer given meanwhile by another job, the target
 //! deleted while the reply was drafted ([`crate::platform::Platform::recheck`]) — with a part
-//! refused as too long re-split once, and the reply recorded for its target. A re-check's
+//! refused as too long re-split (as written, then shorter), and the reply recorded for its target. A re-check's
 //! update is looked at once more (its answer still open, not posted already), posted — or made
 //! as an edit — and recorded in the kept answer (`recheck.rs`).
 
@@ -12,22 +12,41 @@ use crate::model::{Job, Outcome, Plan, ReplyRecord, SkipReason, Usage};
 use crate::platform::PlatformError;
 use crate::store::StoreError;
 
+/// The shortest limit a refused reply is split again to (characters a part).
+pub const MIN_CHARS: usize = 40;
+
 impl Run<'_> {
-    /// The server refused part `i` as too long: split again counting text as written (once).
-    /// Before anything is posted the whole thread is re-split; later, the unposted rest
-    /// (unnumbered, within what is left of `reply.max_parts`).
+    /// The server refused part `i` as too long: split again counting text as written; refused
+    /// again, split shorter — the limit halved each time, down to [`MIN_CHARS`] — so a refused
+    /// length leads to a shorter reply, never to none (a server may count code points, and a
+    /// ZWJ emoji sequence is one grapheme but many code points). Before anything is posted the
+    /// whole thread is re-split; later, the unposted rest (unnumbered, within what is left of
+    /// `reply.max_parts`).
     pub(super) fn resplit(&self, job: &mut Job, i: usize, error: String) -> Result<(), StageError> {
         let plan = job.plan.as_mut().expect("post runs after compose");
-        if plan.as_written {
-            return Err(StageError::Fatal(error));
-        }
-        tracing::warn!(
-            error,
-            part = i,
-            "the server counts length differently; re-splitting with URLs as written"
-        );
-        let limits = self.platform.limits().as_written();
-        plan.as_written = true;
+        let written = self.platform.limits().as_written();
+        let limits = if plan.as_written {
+            let max_chars = written.max_chars >> (plan.shrink + 1);
+            if max_chars < MIN_CHARS {
+                return Err(StageError::Fatal(error));
+            }
+            plan.shrink += 1;
+            tracing::warn!(
+                error,
+                part = i,
+                max_chars,
+                "the server still refuses the length (it may count code points); re-splitting shorter"
+            );
+            compose::TextLimits { max_chars, ..written }
+        } else {
+            tracing::warn!(
+                error,
+                part = i,
+                "the server counts length differently; re-splitting with URLs as written"
+            );
+            plan.as_written = true;
+            written
+        };
         if i == 0 {
             let parts = self.thread(job, limits);
             job.plan.as_mut().expect("plan").parts = parts;
@@ -94,7 +113,11 @@ impl Run<'_> {
                 job.posted[i - 1].clone()
             };
             // Re-split parts carry other text, so other keys than the refused originals.
-            let key = format!("musebot-{}-{}{}", job.id, i, if plan.as_written { "w" } else { "" });
+            let key = match (plan.as_written, plan.shrink) {
+                (false, _) => format!("musebot-{}-{i}", job.id),
+                (true, 0) => format!("musebot-{}-{i}w", job.id),
+                (true, n) => format!("musebot-{}-{i}w{n}", job.id),
+            };
             // The reply speaks the post's language where the bot has words in it (a notice:
             // the asker's, set on its target by the notice).
             let lang = Some(crate::words::language(
@@ -194,6 +217,7 @@ impl Run<'_> {
             visibility: self.visibility(job),
             parts,
             as_written: false,
+            shrink: 0,
             edit: false,
         });
         self.worker.store.save(job)?;

@@ -140,6 +140,7 @@ impl Run<'_> {
             visibility,
             parts,
             as_written: false,
+            shrink: 0,
             edit,
         });
         tracing::info!(verdict = ?verdict, was = ?kept.verdict, new_reviews = new_reviews.len(), edit, "re-check: the answer changed; an update is composed");

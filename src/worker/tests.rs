@@ -258,7 +258,7 @@ async fn transient_errors_retry_then_fail_fatal_errors_fail_at_once() {
 }
 
 #[tokio::test]
-async fn a_part_refused_as_too_long_is_resplit_once_with_keys_of_its_own() {
+async fn a_part_refused_as_too_long_is_resplit_with_keys_of_its_own() {
     let b = bench(Script::reply(VERDICT)).await;
     let id = b.add(mention("1"));
     b.double.fail(
@@ -271,15 +271,39 @@ async fn a_part_refused_as_too_long_is_resplit_once_with_keys_of_its_own() {
     let keys = b.keys();
     assert!(keys.iter().all(|k| k.ends_with('w')), "{keys:?}");
 
+    // Refused as written too (a server counting code points; issue 30): split shorter, the
+    // limit halved (120 → 60), never silence.
     let id = b.add(mention("2"));
     for _ in 0..2 {
-        b.double.fail(Call::Post, PlatformError::TooLong("too long".into()));
+        b.double
+            .fail(Call::Post, PlatformError::TooLong("Text is too long".into()));
     }
     let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{job:?}");
+    let plan = job.plan.as_ref().unwrap();
+    assert_eq!(plan.shrink, 1);
+    assert!(!job.posted.is_empty());
+    let limits = crate::compose::TextLimits {
+        max_chars: 60,
+        chars_per_url: crate::compose::AS_WRITTEN,
+    };
     assert!(
-        matches!(job.status, Status::Failed(_)),
-        "a second refusal is final: {job:?}"
+        plan.parts.iter().all(|p| crate::compose::weighted_len(p, limits) <= 60),
+        "{:?}",
+        plan.parts
     );
+    let keys = b.keys();
+    assert!(keys.last().unwrap().ends_with("w1"), "{keys:?}");
+
+    // Refused at every length: a bounded number of tries (as written, 60; 30 is under the
+    // floor), then a failure with the server's words — not a loop.
+    let id = b.add(mention("3"));
+    for _ in 0..3 {
+        b.double
+            .fail(Call::Post, PlatformError::TooLong("Text is too long".into()));
+    }
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Failed("Text is too long".into()), "{job:?}");
 }
 
 #[tokio::test]
