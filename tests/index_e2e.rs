@@ -430,11 +430,17 @@ test_resolve = ["{HOST}={addr}"]
     )
 }
 
-/// The daemon with no web search at all: the index's refresher reads the feed at start, the
-/// mention's queries find the fact-check there, and the reply names the fact-checker, their
-/// rating and date, and cites the review.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fact_check_found_only_in_the_index_is_named_in_the_reply() {
+/// A daemon's config answering from the index alone (no web search): the feed server, the
+/// scripted LLM, mastodon-mock, a state folder and a port, kept alive by the caller.
+struct OnTheIndex {
+    llm: ScriptedLlm,
+    mock: MockMastodon,
+    dir: tempfile::TempDir,
+    port: u16,
+    cfg: String,
+}
+
+async fn on_the_index() -> OnTheIndex {
     let sandbox = Sandbox::load();
     let (addr, _) = feed_server(Vec::new()).await;
     let llm = ScriptedLlm::start(Script::routed(scripted)).await;
@@ -443,6 +449,27 @@ async fn a_fact_check_found_only_in_the_index_is_named_in_the_reply() {
     let port = free_port();
     let extra = muse_on_the_index(&sandbox, addr);
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
+    OnTheIndex {
+        llm,
+        mock,
+        dir,
+        port,
+        cfg,
+    }
+}
+
+/// The daemon with no web search at all: the index's refresher reads the feed at start, the
+/// mention's queries find the fact-check there, and the reply names the fact-checker, their
+/// rating and date, and cites the review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fact_check_found_only_in_the_index_is_named_in_the_reply() {
+    let OnTheIndex {
+        llm: _llm,
+        mock,
+        dir,
+        port,
+        cfg,
+    } = on_the_index().await;
     assert!(cfg.contains("pipeline = \"muse\""));
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
@@ -576,14 +603,13 @@ async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check(
 /// feeds, and `/healthz` says `running`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refresher_that_cannot_open_at_start_is_opened_again_once_it_can() {
-    let sandbox = Sandbox::load();
-    let (addr, _) = feed_server(Vec::new()).await;
-    let llm = ScriptedLlm::start(Script::routed(scripted)).await;
-    let mock = MockMastodon::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let extra = muse_on_the_index(&sandbox, addr);
-    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
+    let OnTheIndex {
+        llm: _llm,
+        mock: _mock,
+        dir,
+        port,
+        cfg,
+    } = on_the_index().await;
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
     // The index made once (as an earlier run would have), then its writer lock taken here.

@@ -234,9 +234,7 @@ impl Run<'_> {
             verdict: None,
         });
         // The acknowledgement is tagged with the language of its words (issue 30).
-        let mut asking = trigger_as_post(&job.trigger);
-        asking.language = Some(lang.to_string());
-        job.target = Some(asking);
+        job.target = Some(trigger_as_post(&job.trigger, lang));
         Ok(StageOutcome::Next(Usage::default()))
     }
 
@@ -293,9 +291,7 @@ impl Run<'_> {
             urls,
             verdict: None,
         });
-        let mut asking = trigger_as_post(&job.trigger);
-        asking.language = Some(lang.to_string());
-        job.target = Some(asking);
+        job.target = Some(trigger_as_post(&job.trigger, lang));
         Ok(StageOutcome::Next(Usage::default()))
     }
 }

@@ -93,8 +93,10 @@ async fn a_reply_speaks_the_posts_language() {
 #[tokio::test]
 async fn a_commands_acknowledgement_is_tagged_with_its_words_language() {
     let mut b = bench(Script::reply(VERDICT)).await;
-    let mut config = crate::config::ModerationConfig::default();
-    config.mastodon_moderators = vec!["mod".into()];
+    let config = crate::config::ModerationConfig {
+        mastodon_moderators: vec!["mod".into()],
+        ..Default::default()
+    };
     b.worker.moderation = crate::moderation::Moderation::new(config, b.worker.store.clone());
     let mut t = mention("80");
     t.author.handle = "mod".into();

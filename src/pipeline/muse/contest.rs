@@ -152,16 +152,16 @@ mod tests {
             "This post is accurate. See https://www.snopes.com/fact-check/wall/",
             &["https://www.snopes.com/fact-check/wall/"],
         );
-        assert_eq!(against(&linked, &[snopes.clone()]).len(), 1, "linked");
+        assert_eq!(against(&linked, std::slice::from_ref(&snopes)).len(), 1, "linked");
         let by_name = draft(Verdict::Accurate, "This post is accurate, as snopes found.", &[]);
-        assert_eq!(against(&by_name, &[snopes.clone()]).len(), 1, "named");
+        assert_eq!(against(&by_name, std::slice::from_ref(&snopes)).len(), 1, "named");
         let unnamed = draft(Verdict::Accurate, "This post is accurate.", &["https://example.org/a"]);
         assert!(
-            against(&unnamed, &[snopes.clone()]).is_empty(),
+            against(&unnamed, std::slice::from_ref(&snopes)).is_empty(),
             "neither linked nor named"
         );
         let agreeing = draft(Verdict::Inaccurate, "This post is false. Snopes agrees.", &[]);
-        assert!(against(&agreeing, &[snopes.clone()]).is_empty());
+        assert!(against(&agreeing, std::slice::from_ref(&snopes)).is_empty());
         // Misleading and missing context say the same; an unknown label says nothing.
         let partly = review("Snopes", "Missing context", "https://www.snopes.com/fact-check/wall/");
         let misleading = draft(Verdict::Misleading, "This post is misleading. Snopes.", &[]);
@@ -187,10 +187,10 @@ mod tests {
             &format!("This post is accurate. The reporting says so: {url}"),
             &[url],
         );
-        let contra = against(&d, &[snopes.clone()]);
+        let contra = against(&d, std::slice::from_ref(&snopes));
         assert!(contra.is_empty(), "not named yet");
         d.text.push_str(" Snopes disagrees.");
-        let contra = against(&d, &[snopes.clone()]);
+        let contra = against(&d, std::slice::from_ref(&snopes));
         say_so(&mut d, &contra, &[], &post());
         assert_eq!(d.verdict, None, "{d:?}");
         assert!(

@@ -114,7 +114,6 @@ pub fn reply_sentence(reviews: &[ClaimReview], post_time: DateTime<Utc>, lang: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ReviewSource;
 
     fn review(publisher: &str, rating: &str, date: &str, url: &str) -> ClaimReview {
         ClaimReview {
