@@ -35,6 +35,53 @@ pub fn detect(text: &str) -> Option<&'static str> {
 /// a Japanese post quoting one English sentence) or, in the same script, near certain
 /// (confidence 0.9 or more); the guess when there is no tag.
 pub fn of(tag: Option<&str>, text: &str) -> Option<String> {
+    let written = tag;
+    let found = of_primary(tag, text)?;
+    // Chinese keeps its script: the bot answers a traditional-script post in traditional.
+    Some(if found == "zh" {
+        chinese_variant(
+            written
+                .filter(|t| primary(Some(t)).as_deref() == Some("zh"))
+                .unwrap_or("zh"),
+            text,
+        )
+        .to_string()
+    } else {
+        found
+    })
+}
+
+/// Which written Chinese a tag or a text is: `zh-Hant` for a tag naming the traditional
+/// script (`Hant`) or a region that writes it (TW, HK, MO), `zh-Hans` for one naming the
+/// simplified script or another region; for a bare `zh`, the text decides — more characters
+/// only traditional writing uses ([`TRADITIONAL`]) than ones only simplified writing uses
+/// ([`SIMPLIFIED`]) make it `zh-Hant` — and `zh-Hans` when it does not.
+pub fn chinese_variant(tag: &str, text: &str) -> &'static str {
+    let subtags: Vec<String> = tag.split(['-', '_']).skip(1).map(str::to_ascii_lowercase).collect();
+    if subtags
+        .iter()
+        .any(|s| matches!(s.as_str(), "hant" | "tw" | "hk" | "mo"))
+    {
+        return "zh-Hant";
+    }
+    if !subtags.is_empty() {
+        return "zh-Hans";
+    }
+    let count = |set: &str| text.chars().filter(|c| set.contains(*c)).count();
+    if count(TRADITIONAL) > count(SIMPLIFIED) {
+        "zh-Hant"
+    } else {
+        "zh-Hans"
+    }
+}
+
+/// Common characters written differently in the two scripts, pair by pair: simplified…
+const SIMPLIFIED: &str = "这们个说国会来时对为学发经过还后问间长开关见东车电话语书门马风万与从认让现实点无机进动种样么边头难爱亲体军华历总传报场务区医卫药应该谁请谢读写买卖钱银网络视频";
+/// …and traditional.
+const TRADITIONAL: &str = "這們個說國會來時對為學發經過還後問間長開關見東車電話語書門馬風萬與從認讓現實點無機進動種樣麼邊頭難愛親體軍華歷總傳報場務區醫衛藥應該誰請謝讀寫買賣錢銀網絡視頻";
+
+/// [`of`] as a primary subtag.
+fn of_primary(tag: Option<&str>, text: &str) -> Option<String> {
     let tag = primary(tag);
     let Some(guess) = detect(text) else { return tag };
     match &tag {
@@ -144,6 +191,23 @@ fn iso639_1(code: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chinese_keeps_its_script() {
+        assert_eq!(SIMPLIFIED.chars().count(), TRADITIONAL.chars().count());
+        let hant = "網路上流傳這張照片，說長城在太空中肉眼可見，這是錯誤的說法。";
+        let hans = "网上流传这张照片，说长城在太空中肉眼可见，这是错误的说法。";
+        assert_eq!(of(Some("zh"), hant).as_deref(), Some("zh-Hant"));
+        assert_eq!(of(None, hant).as_deref(), Some("zh-Hant"));
+        assert_eq!(of(Some("zh"), hans).as_deref(), Some("zh-Hans"));
+        assert_eq!(
+            of(Some("zh-TW"), hans).as_deref(),
+            Some("zh-Hant"),
+            "the region's tag stands"
+        );
+        assert_eq!(of(Some("zh-Hans"), hant).as_deref(), Some("zh-Hans"));
+        assert_eq!(crate::words::language(of(Some("en"), hant).as_deref()), "zh-Hant");
+    }
 
     #[test]
     fn tags_are_reduced_to_a_plain_code() {

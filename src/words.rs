@@ -14,8 +14,9 @@ use std::sync::OnceLock;
 use minijinja::Environment;
 use serde::Serialize;
 
-/// The languages with a built-in file, English first.
-pub const BUILT_IN: [(&str, &str); 8] = [
+/// The languages with a built-in file, English first. Chinese is two: `zh-Hans` (simplified,
+/// mainland usage) and `zh-Hant` (traditional, Taiwan usage), told apart by [`language`].
+pub const BUILT_IN: [(&str, &str); 19] = [
     ("en", include_str!("../locales/en.toml")),
     ("de", include_str!("../locales/de.toml")),
     ("fr", include_str!("../locales/fr.toml")),
@@ -24,6 +25,17 @@ pub const BUILT_IN: [(&str, &str); 8] = [
     ("it", include_str!("../locales/it.toml")),
     ("nl", include_str!("../locales/nl.toml")),
     ("ja", include_str!("../locales/ja.toml")),
+    ("ko", include_str!("../locales/ko.toml")),
+    ("zh-Hans", include_str!("../locales/zh-Hans.toml")),
+    ("zh-Hant", include_str!("../locales/zh-Hant.toml")),
+    ("ar", include_str!("../locales/ar.toml")),
+    ("ru", include_str!("../locales/ru.toml")),
+    ("uk", include_str!("../locales/uk.toml")),
+    ("pl", include_str!("../locales/pl.toml")),
+    ("tr", include_str!("../locales/tr.toml")),
+    ("id", include_str!("../locales/id.toml")),
+    ("ca", include_str!("../locales/ca.toml")),
+    ("sv", include_str!("../locales/sv.toml")),
 ];
 
 struct Words {
@@ -68,7 +80,11 @@ fn build(dir: &Path) -> Result<Words, WordsError> {
                 return Err(bad(&path, format!("`{k}` is not a key of the bot's words")));
             }
             // `pt-BR.toml` speaks for `pt` (the bot answers by a tag's primary subtag).
-            let lang = crate::lang::primary(Some(lang)).unwrap_or_else(|| lang.to_ascii_lowercase());
+            let lang = match crate::lang::primary(Some(lang)) {
+                Some(p) if p == "zh" => crate::lang::chinese_variant(lang, "").to_string(),
+                Some(p) => p,
+                None => lang.to_ascii_lowercase(),
+            };
             tables.entry(lang).or_default().extend(own);
         }
     }
@@ -101,21 +117,27 @@ fn words() -> &'static Words {
     WORDS.get_or_init(|| build(Path::new("")).expect("the built-in words load"))
 }
 
-/// The language the bot speaks for a language tag (`de-AT` → `de`); English for a language it
-/// has no words in, or none.
+/// The language the bot speaks for a language tag (`de-AT` → `de`; Chinese by its script or
+/// region: `zh-Hant`, `zh-TW`, `zh-HK`, `zh-MO` → `zh-Hant`, any other `zh` → `zh-Hans`);
+/// English for a language it has no words in, or none.
 pub fn language(tag: Option<&str>) -> &'static str {
     let Some(primary) = crate::lang::primary(tag) else {
         return "en";
     };
+    let wanted = if primary == "zh" {
+        crate::lang::chinese_variant(tag.unwrap_or_default(), "").to_string()
+    } else {
+        primary
+    };
     // `words().languages` outlives every caller; return the static built-in name when there
     // is one, else the stored one.
-    if let Some((l, _)) = BUILT_IN.iter().find(|(l, _)| *l == primary) {
+    if let Some((l, _)) = BUILT_IN.iter().find(|(l, _)| *l == wanted) {
         return l;
     }
     words()
         .languages
         .iter()
-        .find(|l| **l == primary)
+        .find(|l| **l == wanted)
         .map_or("en", |l| l.as_str())
 }
 
@@ -131,6 +153,17 @@ pub fn name(lang: &str) -> &str {
         "it" => "Italian",
         "nl" => "Dutch",
         "ja" => "Japanese",
+        "ko" => "Korean",
+        "zh-Hans" => "Simplified Chinese",
+        "zh-Hant" => "Traditional Chinese",
+        "ar" => "Arabic",
+        "ru" => "Russian",
+        "uk" => "Ukrainian",
+        "pl" => "Polish",
+        "tr" => "Turkish",
+        "id" => "Indonesian",
+        "ca" => "Catalan",
+        "sv" => "Swedish",
         other => other,
     }
 }
@@ -187,7 +220,12 @@ mod tests {
         assert_eq!(say("xx", "verdict_accurate", ()), "This post is accurate.");
         assert_eq!(language(Some("de-AT")), "de");
         assert_eq!(language(Some("PT_br")), "pt");
-        assert_eq!(language(Some("ko")), "en", "no Korean words: English");
+        assert_eq!(language(Some("ko")), "ko");
+        assert_eq!(language(Some("eu")), "en", "no Basque words: English");
+        assert_eq!(language(Some("zh-TW")), "zh-Hant");
+        assert_eq!(language(Some("zh-Hant-HK")), "zh-Hant");
+        assert_eq!(language(Some("zh")), "zh-Hans");
+        assert_eq!(language(Some("zh-CN")), "zh-Hans");
         assert_eq!(language(None), "en");
         let status = say(
             "fr",

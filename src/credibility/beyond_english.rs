@@ -215,4 +215,241 @@ pub const TABLE: &[(&str, Factuality, Bias, &str, &str)] = &[
     ("jiji.com", High, LeastBiased, "ja", "Jiji Press, Japanese news agency"),
     ("infact.press", High, LeastBiased, "ja", "InFact (IFCN signatory)"),
     ("fij.info", High, LeastBiased, "ja", "FactCheck Initiative Japan"),
+    // Korean.
+    (
+        "kbs.co.kr",
+        High,
+        LeastBiased,
+        "ko",
+        "KBS, South Korea's public broadcaster",
+    ),
+    (
+        "imbc.com",
+        High,
+        LeastBiased,
+        "ko",
+        "MBC, South Korean public broadcaster (Foundation for Broadcast Culture)",
+    ),
+    (
+        "yna.co.kr",
+        High,
+        LeastBiased,
+        "ko",
+        "Yonhap, South Korea's national news agency",
+    ),
+    ("newstof.com", High, LeastBiased, "ko", "NewsToF (IFCN signatory)"),
+    // Chinese.
+    // Taiwan and Hong Kong; mainland state media are left out: no public-service remit with
+    // editorial independence.
+    (
+        "cna.com.tw",
+        High,
+        LeastBiased,
+        "zh",
+        "Central News Agency (CNA), Taiwan's national news agency",
+    ),
+    (
+        "pts.org.tw",
+        High,
+        LeastBiased,
+        "zh",
+        "Public Television Service (PTS), Taiwan's public broadcaster",
+    ),
+    (
+        "rthk.hk",
+        High,
+        LeastBiased,
+        "zh",
+        "RTHK, Hong Kong's public broadcaster under its charter; editorial independence contested since 2021",
+    ),
+    (
+        "tfc-taiwan.org.tw",
+        High,
+        LeastBiased,
+        "zh",
+        "Taiwan FactCheck Center (IFCN signatory)",
+    ),
+    ("mygopen.com", High, LeastBiased, "zh", "MyGoPen (IFCN signatory)"),
+    // Arabic.
+    ("fatabyyano.net", High, LeastBiased, "ar", "Fatabyyano (IFCN signatory)"),
+    ("verify-sy.com", High, LeastBiased, "ar", "Verify-Sy (IFCN signatory)"),
+    (
+        "mc-doualiya.com",
+        High,
+        LeastBiased,
+        "ar",
+        "Monte Carlo Doualiya, France Médias Monde (EBU member)",
+    ),
+    // Russian.
+    // No Russian state media (none is under a public-service remit with editorial independence):
+    // IFCN signatories and EU public broadcasters' Russian-language services.
+    (
+        "provereno.media",
+        High,
+        LeastBiased,
+        "ru",
+        "Provereno.Media (IFCN signatory)",
+    ),
+    (
+        "factcheck.kz",
+        High,
+        LeastBiased,
+        "ru",
+        "Factcheck.kz, in Russian and Kazakh (IFCN signatory)",
+    ),
+    (
+        "rus.err.ee",
+        High,
+        LeastBiased,
+        "ru",
+        "ERR News in Russian, Estonia's public broadcaster (EBU member)",
+    ),
+    (
+        "rus.lsm.lv",
+        High,
+        LeastBiased,
+        "ru",
+        "LSM in Russian, Latvia's public broadcaster (EBU member)",
+    ),
+    // Ukrainian.
+    (
+        "suspilne.media",
+        High,
+        LeastBiased,
+        "uk",
+        "Suspilne (UA:PBC), Ukraine's public broadcaster (EBU member)",
+    ),
+    (
+        "ukrinform.ua",
+        High,
+        LeastBiased,
+        "uk",
+        "Ukrinform, Ukraine's national news agency",
+    ),
+    ("stopfake.org", High, LeastBiased, "uk", "StopFake (IFCN signatory)"),
+    (
+        "voxukraine.org",
+        High,
+        LeastBiased,
+        "uk",
+        "VoxUkraine; VoxCheck (IFCN signatory)",
+    ),
+    // Polish.
+    (
+        "polskieradio.pl",
+        High,
+        LeastBiased,
+        "pl",
+        "Polskie Radio, public broadcaster (EBU member)",
+    ),
+    (
+        "tvp.info",
+        High,
+        LeastBiased,
+        "pl",
+        "TVP, public broadcaster (EBU member)",
+    ),
+    ("pap.pl", High, LeastBiased, "pl", "PAP, Polish national news agency"),
+    ("demagog.org.pl", High, LeastBiased, "pl", "Demagog (IFCN signatory)"),
+    ("fakenews.pl", High, LeastBiased, "pl", "FakeNews.pl (IFCN signatory)"),
+    // Turkish.
+    // TRT (an EBU member) and Anadolu Agency are left out: state-controlled, without editorial
+    // independence.
+    ("teyit.org", High, LeastBiased, "tr", "Teyit (IFCN signatory)"),
+    (
+        "dogrulukpayi.com",
+        High,
+        LeastBiased,
+        "tr",
+        "Doğruluk Payı (IFCN signatory)",
+    ),
+    // Indonesian.
+    (
+        "antaranews.com",
+        High,
+        LeastBiased,
+        "id",
+        "ANTARA, Indonesia's national news agency",
+    ),
+    (
+        "rri.co.id",
+        High,
+        LeastBiased,
+        "id",
+        "RRI, Indonesia's public radio broadcaster",
+    ),
+    (
+        "tempo.co",
+        High,
+        LeastBiased,
+        "id",
+        "Tempo; Cek Fakta Tempo (IFCN signatory)",
+    ),
+    (
+        "turnbackhoax.id",
+        High,
+        LeastBiased,
+        "id",
+        "TurnBackHoax, Mafindo (IFCN signatory)",
+    ),
+    // Catalan.
+    (
+        "ccma.cat",
+        High,
+        LeastBiased,
+        "ca",
+        "CCMA, Catalonia's public broadcaster",
+    ),
+    (
+        "3cat.cat",
+        High,
+        LeastBiased,
+        "ca",
+        "3Cat, CCMA's public broadcasting brand",
+    ),
+    ("acn.cat", High, LeastBiased, "ca", "ACN, Catalan public news agency"),
+    (
+        "apuntmedia.es",
+        High,
+        LeastBiased,
+        "ca",
+        "À Punt, Valencian public broadcaster",
+    ),
+    ("verificat.cat", High, LeastBiased, "ca", "Verificat (IFCN signatory)"),
+    // Swedish.
+    (
+        "svt.se",
+        High,
+        LeastBiased,
+        "sv",
+        "SVT, Sveriges Television (EBU member)",
+    ),
+    (
+        "sverigesradio.se",
+        High,
+        LeastBiased,
+        "sv",
+        "Sveriges Radio, public broadcaster (EBU member)",
+    ),
+    (
+        "tt.se",
+        High,
+        LeastBiased,
+        "sv",
+        "TT Nyhetsbyrån, Swedish national news agency",
+    ),
+    (
+        "svenska.yle.fi",
+        High,
+        LeastBiased,
+        "sv",
+        "Yle in Swedish, Finland's public broadcaster (EBU member)",
+    ),
+    (
+        "kallkritikbyran.se",
+        High,
+        LeastBiased,
+        "sv",
+        "Källkritikbyrån (IFCN signatory)",
+    ),
 ];

@@ -62,6 +62,35 @@ pub const TABLE: &[(&str, &str, &str, &str)] = &[
     // Japanese.
     ("infact.press", "", "InFact", "ja"),
     ("factcheckcenter.jp", "", "Japan Fact-check Center", "ja"),
+    // Korean.
+    ("newstof.com", "", "NewsToF", "ko"),
+    // Chinese.
+    ("tfc-taiwan.org.tw", "", "Taiwan FactCheck Center", "zh"),
+    ("mygopen.com", "", "MyGoPen", "zh"),
+    // Arabic.
+    ("fatabyyano.net", "", "Fatabyyano", "ar"),
+    ("verify-sy.com", "", "Verify-Sy", "ar"),
+    // Russian.
+    ("provereno.media", "", "Provereno.Media", "ru"),
+    ("factcheck.kz", "", "Factcheck.kz", "ru"),
+    // Ukrainian.
+    ("stopfake.org", "", "StopFake", "uk"),
+    ("voxukraine.org", "", "VoxCheck (VoxUkraine)", "uk"),
+    // Polish.
+    ("demagog.org.pl", "", "Demagog", "pl"),
+    ("fakenews.pl", "", "FakeNews.pl", "pl"),
+    ("sprawdzam.afp.com", "", "AFP Sprawdzam", "pl"),
+    // Turkish.
+    ("teyit.org", "", "Teyit", "tr"),
+    ("dogrulukpayi.com", "", "Doğruluk Payı", "tr"),
+    // Indonesian.
+    ("turnbackhoax.id", "", "TurnBackHoax (Mafindo)", "id"),
+    ("cekfakta.tempo.co", "", "Cek Fakta Tempo", "id"),
+    ("periksafakta.afp.com", "", "AFP Periksa Fakta", "id"),
+    // Catalan.
+    ("verificat.cat", "", "Verificat", "ca"),
+    // Swedish.
+    ("kallkritikbyran.se", "", "Källkritikbyrån", "sv"),
 ];
 
 /// An operator's fact-checker (`[[credibility.fact_checkers]]`): the site (its host and

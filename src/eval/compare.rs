@@ -62,35 +62,37 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
     /// (id, how far apart, A's reply, B's reply), the farthest first.
     pub most_different: Vec<(String, f64, String, String)>,
+    /// The same differences over each language's paired posts (the language A's record
+    /// counts the post under, `record::language_of`), when the posts are in more than one.
+    pub by_language: Vec<LanguageDifferences>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LanguageDifferences {
+    pub language: String,
+    pub paired: usize,
+    pub differences: Vec<Difference>,
 }
 
 pub fn compare(a: &BTreeMap<String, PostResult>, b: &BTreeMap<String, PostResult>) -> Comparison {
     let paired: Vec<(&PostResult, &PostResult)> = a.iter().filter_map(|(id, x)| Some((x, b.get(id)?))).collect();
-    let mut by_figure: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let all = differences(&paired);
+    let mut groups: BTreeMap<String, Vec<(&PostResult, &PostResult)>> = BTreeMap::new();
     for (x, y) in &paired {
-        let (nx, ny) = (numbers(x), numbers(y));
-        for (k, vx) in &nx {
-            if let Some(vy) = ny.get(k) {
-                by_figure.entry(k.clone()).or_default().push((*vx, *vy));
-            }
-        }
+        groups.entry(super::record::language_of(x)).or_default().push((x, y));
     }
-    let differences = by_figure
-        .into_iter()
-        .map(|(figure, v)| {
-            let diffs: Vec<f64> = v.iter().map(|(x, y)| y - x).collect();
-            let (low, high) = bootstrap(&diffs, 2000, 1);
-            Difference {
-                posts: v.len(),
-                mean_a: mean(v.iter().map(|p| p.0)),
-                mean_b: mean(v.iter().map(|p| p.1)),
-                diff: mean(diffs.iter().copied()),
-                low,
-                high,
-                figure,
-            }
-        })
-        .collect();
+    let by_language = if groups.len() > 1 {
+        groups
+            .into_iter()
+            .map(|(language, pairs)| LanguageDifferences {
+                paired: pairs.len(),
+                differences: differences(&pairs),
+                language,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     // How far apart two answers are: the judge's overall score when both have one, else
     // whether the outcome or verdict differs, then the reply's length.
     let mut most: Vec<(String, f64, String, String)> = paired
@@ -115,9 +117,39 @@ pub fn compare(a: &BTreeMap<String, PostResult>, b: &BTreeMap<String, PostResult
         paired: paired.len(),
         only_a: a.len() - paired.len(),
         only_b: b.keys().filter(|k| !a.contains_key(*k)).count(),
-        differences,
+        differences: all,
         most_different: most,
+        by_language,
     }
+}
+
+/// Each figure's means in A and B and the bootstrap interval of B − A over `paired`.
+fn differences(paired: &[(&PostResult, &PostResult)]) -> Vec<Difference> {
+    let mut by_figure: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for (x, y) in paired {
+        let (nx, ny) = (numbers(x), numbers(y));
+        for (k, vx) in &nx {
+            if let Some(vy) = ny.get(k) {
+                by_figure.entry(k.clone()).or_default().push((*vx, *vy));
+            }
+        }
+    }
+    by_figure
+        .into_iter()
+        .map(|(figure, v)| {
+            let diffs: Vec<f64> = v.iter().map(|(x, y)| y - x).collect();
+            let (low, high) = bootstrap(&diffs, 2000, 1);
+            Difference {
+                posts: v.len(),
+                mean_a: mean(v.iter().map(|p| p.0)),
+                mean_b: mean(v.iter().map(|p| p.1)),
+                diff: mean(diffs.iter().copied()),
+                low,
+                high,
+                figure,
+            }
+        })
+        .collect()
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> f64 {
@@ -173,6 +205,15 @@ impl Comparison {
                 "{:<34} {:>6} {:>12.4} {:>12.4} {:>12.4}  [{:.4}, {:.4}]\n",
                 d.figure, d.posts, d.mean_a, d.mean_b, d.diff, d.low, d.high
             ));
+        }
+        for l in &self.by_language {
+            out.push_str(&format!("\n{} ({} posts paired):\n", l.language, l.paired));
+            for d in &l.differences {
+                out.push_str(&format!(
+                    "{:<34} {:>6} {:>12.4} {:>12.4} {:>12.4}  [{:.4}, {:.4}]\n",
+                    d.figure, d.posts, d.mean_a, d.mean_b, d.diff, d.low, d.high
+                ));
+            }
         }
         out.push_str("\nposts where A and B differ most:\n");
         for (id, apart, x, y) in &self.most_different {

@@ -143,6 +143,10 @@ pub struct Totals {
     pub sum: Figures,
     /// Mean position (0 worst … 1 best) of the judge's answers, per dimension.
     pub judge_means: BTreeMap<String, f64>,
+    /// The same figures over each language's posts (`record::language_of`), for a run over
+    /// posts in more than one language.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_language: BTreeMap<String, Totals>,
 }
 
 /// `part / whole`, or `None` without a whole.

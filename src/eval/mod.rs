@@ -515,7 +515,34 @@ fn summary_text(t: &figures::Totals, agreement: Option<&[agreement::DimensionAgr
             ));
         }
     }
+    if !t.by_language.is_empty() {
+        out.push_str(&language_table(&t.by_language));
+    }
     out.push_str(&format!("report: {}\n", report.display()));
+    out
+}
+
+/// The run's main figures per language, one row each.
+fn language_table(by: &BTreeMap<String, figures::Totals>) -> String {
+    let pct = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{:.1} %", v * 100.0));
+    let mut out = format!(
+        "by language:\n  {:<9} {:>6} {:>7} {:>16} {:>16} {:>13} {:>14}\n",
+        "language", "posts", "failed", "could not verify", "URLs from evid.", "quotes verb.", "judge overall"
+    );
+    for (lang, t) in by {
+        out.push_str(&format!(
+            "  {:<9} {:>6} {:>7} {:>16} {:>16} {:>13} {:>14}\n",
+            lang,
+            t.posts,
+            t.failed,
+            pct(t.could_not_verify),
+            pct(t.urls_from_evidence),
+            pct(t.quotes_verbatim),
+            t.judge_means
+                .get("overall")
+                .map_or("—".to_string(), |v| format!("{v:.3}"))
+        ));
+    }
     out
 }
 

@@ -134,8 +134,32 @@ pub fn append(path: &Path, record: &impl Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Sums, shares and distributions over the results.
+/// The language a result is counted under: the language the bot answered in for the post's
+/// tag and text (`zh-Hans`/`zh-Hant` for Chinese), or "unknown" when neither tells.
+pub fn language_of(r: &PostResult) -> String {
+    match crate::lang::of(r.language.as_deref(), &r.text) {
+        Some(l) if crate::lang::primary(Some(&l)).as_deref() == Some("zh") => l,
+        Some(l) => crate::lang::primary(Some(&l)).unwrap_or(l),
+        None => "unknown".to_string(),
+    }
+}
+
+/// Sums, shares and distributions over the results, over all of them and per language
+/// ([`language_of`]) when they are in more than one.
 pub fn totals<'a>(results: impl IntoIterator<Item = &'a PostResult>) -> Totals {
+    let results: Vec<&PostResult> = results.into_iter().collect();
+    let mut t = totals_of(results.iter().copied());
+    let mut groups: BTreeMap<String, Vec<&PostResult>> = BTreeMap::new();
+    for r in &results {
+        groups.entry(language_of(r)).or_default().push(r);
+    }
+    if groups.len() > 1 {
+        t.by_language = groups.into_iter().map(|(l, rs)| (l, totals_of(rs))).collect();
+    }
+    t
+}
+
+fn totals_of<'a>(results: impl IntoIterator<Item = &'a PostResult>) -> Totals {
     let mut t = Totals::default();
     let mut judged: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     let mut finished = 0;
@@ -210,6 +234,67 @@ pub fn positions(r: &PostResult) -> Vec<(&'static str, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn result(id: &str, text: &str, language: Option<&str>, outcome: &str) -> PostResult {
+        PostResult {
+            id: id.into(),
+            text: text.into(),
+            time: None,
+            language: language.map(String::from),
+            outcome: outcome.into(),
+            error: None,
+            verdict: None,
+            parts: Vec::new(),
+            evidence: Vec::new(),
+            links: Vec::new(),
+            quotes: Vec::new(),
+            figures: Figures::default(),
+            trace: Vec::new(),
+            judge: None,
+            judge_error: None,
+            references: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn figures_are_split_by_the_posts_language() {
+        let rs = [
+            result(
+                "1",
+                "The Great Wall of China is visible from the Moon with the naked eye.",
+                Some("en"),
+                "reply",
+            ),
+            result(
+                "2",
+                "Die Chinesische Mauer ist vom Mond aus mit bloßem Auge zu sehen.",
+                Some("de"),
+                "insufficient",
+            ),
+            result(
+                "3",
+                "Die Mauer ist das einzige Bauwerk, das man vom Mond aus sehen kann.",
+                None,
+                "reply",
+            ),
+            result(
+                "4",
+                "網路上流傳這張照片，說長城在太空中肉眼可見，這是錯誤的說法。",
+                None,
+                "reply",
+            ),
+        ];
+        let t = totals(rs.iter());
+        assert_eq!(t.posts, 4);
+        let langs: Vec<&str> = t.by_language.keys().map(String::as_str).collect();
+        assert_eq!(langs, ["de", "en", "zh-Hant"], "by tag, else by the text");
+        assert_eq!(t.by_language["de"].posts, 2);
+        assert_eq!(t.by_language["de"].could_not_verify, Some(0.5));
+        assert_eq!(t.by_language["en"].could_not_verify, Some(0.0));
+        assert!(t.by_language["de"].by_language.is_empty());
+        let one = totals(rs[..1].iter());
+        assert!(one.by_language.is_empty(), "one language: no split");
+    }
 
     #[derive(Debug, Deserialize, Serialize)]
     struct Line {

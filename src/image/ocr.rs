@@ -40,9 +40,17 @@ pub struct Ocr {
     pub languages: String,
 }
 
-/// Tesseract's pack for an ISO 639-1 code, for the languages the bot speaks (and a few more).
-pub fn tesseract_pack(lang: &str) -> Option<&'static str> {
-    Some(match lang {
+/// Tesseract's pack for a language tag (ISO 639-1; Chinese by its script, as
+/// [`crate::lang::chinese_variant`] reads the tag), for the languages the bot speaks.
+pub fn tesseract_pack(tag: &str) -> Option<&'static str> {
+    let lang = crate::lang::primary(Some(tag))?;
+    if lang == "zh" {
+        return Some(match crate::lang::chinese_variant(tag, "") {
+            "zh-Hant" => "chi_tra",
+            _ => "chi_sim",
+        });
+    }
+    Some(match lang.as_str() {
         "en" => "eng",
         "de" => "deu",
         "fr" => "fra",
@@ -51,11 +59,15 @@ pub fn tesseract_pack(lang: &str) -> Option<&'static str> {
         "it" => "ita",
         "nl" => "nld",
         "ja" => "jpn",
-        "zh" => "chi_sim",
         "ko" => "kor",
         "ru" => "rus",
         "uk" => "ukr",
         "pl" => "pol",
+        "ar" => "ara",
+        "tr" => "tur",
+        "id" => "ind",
+        "ca" => "cat",
+        "sv" => "swe",
         _ => return None,
     })
 }
@@ -70,8 +82,8 @@ impl Ocr {
             .map(str::trim)
             .filter(|l| !l.is_empty())
             .collect();
-        let own = crate::lang::primary(post_language)
-            .and_then(|l| tesseract_pack(&l))
+        let own = post_language
+            .and_then(tesseract_pack)
             .filter(|p| configured.contains(p));
         match own {
             Some("eng") => "eng".into(),

@@ -12,7 +12,7 @@ use crate::test_llm::Script;
 #[tokio::test]
 async fn a_notice_speaks_the_askers_language() {
     let b = bench(Script::reply(VERDICT)).await;
-    let cases: [(Option<&str>, &str, Option<&str>, &str); 4] = [
+    let cases: [(Option<&str>, &str, Option<&str>, &str); 5] = [
         (Some("ja"), "@musebot ?", None, "公開投稿だけを確認しているため"),
         (
             None,
@@ -26,7 +26,8 @@ async fn a_notice_speaks_the_askers_language() {
             Some("fr"),
             "Je ne vérifie que les publications publiques",
         ),
-        (Some("ko"), "@musebot ?", Some("fr"), "I only check public posts"),
+        (Some("eu"), "@musebot ?", Some("fr"), "I only check public posts"),
+        (Some("ko"), "@musebot ?", Some("fr"), "공개 게시물만 확인하기 때문에"),
     ];
     for (i, (tag, text, post_lang, expected)) in cases.into_iter().enumerate() {
         let pid = format!("45{i}");
@@ -85,7 +86,8 @@ async fn a_reply_speaks_the_posts_language() {
     let mut t = mention("2");
     t.in_reply_to_id = Some("471".into());
     let job = b.run(&b.add(t)).await;
-    assert!(job.plan.as_ref().unwrap().parts[0].starts_with("@bob This post is false."));
+    let first = &job.plan.as_ref().unwrap().parts[0];
+    assert!(first.starts_with("@bob 이 게시물은 사실이 아닙니다."), "{first}");
 }
 
 /// A German moderator's command is acknowledged in German and the status says so: tagged

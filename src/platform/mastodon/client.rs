@@ -276,7 +276,7 @@ impl MastodonClient {
         ];
         // ISO 639: the status's language (servers and clients filter and translate by it).
         if let Some(l) = language.filter(|l| !l.is_empty()) {
-            form.push(("language", l.to_string()));
+            form.push(("language", status_language(l)));
         }
         self.post_limiter.until_ready().await;
         self.request(
@@ -335,7 +335,7 @@ impl MastodonClient {
     pub async fn edit_status(&self, id: &str, text: &str, language: Option<&str>) -> Result<Status, MastodonError> {
         let mut form = vec![("status", text.to_string())];
         if let Some(l) = language.filter(|l| !l.is_empty()) {
-            form.push(("language", l.to_string()));
+            form.push(("language", status_language(l)));
         }
         self.post_limiter.until_ready().await;
         let path = format!("/api/v1/statuses/{}", path_segment(id));
@@ -389,4 +389,15 @@ fn path_segment(id: &str) -> String {
     id.chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
         .collect()
+}
+
+/// A language as Mastodon takes it: an ISO 639 code, or for Chinese its regional form
+/// (`LanguagesHelper::ISO_639_1_REGIONAL`: `zh-CN`, `zh-HK`, `zh-TW`), since a script
+/// subtag (`zh-Hant`) is not among the codes a server accepts.
+pub fn status_language(lang: &str) -> String {
+    match lang {
+        "zh-Hant" => "zh-TW".to_string(),
+        "zh-Hans" => "zh-CN".to_string(),
+        other => other.to_string(),
+    }
 }
