@@ -1,6 +1,7 @@
 //! A text's language (issue: answer in the post's language; in part): `whatlang`'s trigram
 //! detector, answered only when it calls itself reliable, as an ISO 639-1 code (the form
-//! platforms tag posts with and search services take). A post's language is its platform tag,
+//! platforms tag posts with and search services take) — Chinese with its script, `zh-Hans`
+//! or `zh-Hant` ([`chinese_variant`]), which [`primary`] reduces to `zh`. A post's language is its platform tag,
 //! unless its text plainly reads otherwise ([`of`]: clients tag posts with the app's language,
 //! so a Japanese post tagged `en` is common); this also tells each search query's language to
 //! the backends.
