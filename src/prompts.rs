@@ -290,6 +290,36 @@ mod tests {
         assert_eq!(files, names);
     }
 
+    /// Issue 30, item 2: a post partly in a second language asks for a query in it too;
+    /// English needs no line of its own (half the queries are English already).
+    #[test]
+    fn a_mixed_posts_queries_cover_its_second_language() {
+        let p = Prompts::load(Path::new("")).unwrap();
+        let render = |language: Option<&str>, also: Option<&str>| {
+            p.render(
+                "queries.system.j2",
+                context! { n => 3, language => language, also => also },
+            )
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+        };
+        let ja_en = render(Some("ja"), Some("en"));
+        assert!(ja_en.contains("code \"ja\": write about half") && !ja_en.contains("Part of the post"));
+        let en_ja = render(Some("en"), Some("ja"));
+        assert!(
+            en_ja.contains("Part of the post is written in the language with code \"ja\""),
+            "{en_ja}"
+        );
+        let es_ca = render(Some("es"), Some("ca"));
+        assert!(
+            es_ca.contains("code \"es\"") && es_ca.contains("code \"ca\": write one"),
+            "{es_ca}"
+        );
+        assert!(!render(Some("de"), None).contains("Part of the post"));
+    }
+
     #[test]
     fn dir_overrides_by_name() {
         let dir = tempfile::tempdir().unwrap();

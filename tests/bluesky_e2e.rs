@@ -405,7 +405,7 @@ async fn the_same_part_written_twice_is_one_record() {
         key: "musebot-bluesky:test-0",
         created,
         seq: 0,
-        lang: Some("en"),
+        lang: "en",
         mention: None,
     };
     let (first, url) = bluesky.post(&part("This post is false.")).await.unwrap();

@@ -19,6 +19,7 @@
 //! - **a new schema or tantivy format**: the writer empties an index it cannot read (it is
 //!   only a cache of the feeds) and the next refresh reads the feeds again.
 
+pub mod cjk;
 pub mod feeds;
 pub mod refresh;
 
@@ -28,7 +29,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, Schema, Value, FAST, STORED, STRING, TEXT};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING};
 use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,12 +149,19 @@ pub(crate) struct Fields {
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
+    // Searched text: BM25 with positions, tokenised by [`cjk::Words`] (CJK as bigrams). An
+    // index made with tantivy's default tokenizer has another schema and is made anew.
+    let words = TextOptions::default().set_stored().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(cjk::NAME)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
     let fields = Fields {
         url: b.add_text_field("url", STRING | STORED),
         link: b.add_text_field("link", STRING),
-        title: b.add_text_field("title", TEXT | STORED),
-        body: b.add_text_field("body", TEXT | STORED),
-        claim: b.add_text_field("claim", TEXT | STORED),
+        title: b.add_text_field("title", words.clone()),
+        body: b.add_text_field("body", words.clone()),
+        claim: b.add_text_field("claim", words),
         published: b.add_i64_field("published", STORED | FAST),
         added: b.add_i64_field("added", STORED | FAST),
         feed: b.add_text_field("feed", STRING | STORED),
@@ -216,6 +224,7 @@ impl EvidenceIndex {
             }
             Err(e) => return Err(fail(e.to_string())),
         };
+        index.tokenizers().register(cjk::NAME, cjk::analyzer());
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::OnCommitWithDelay)
@@ -420,6 +429,53 @@ mod tests {
         assert!(index.search("url:* OR title:budget*", None, 10).unwrap().len() <= 1);
         assert!(index.search("", None, 10).unwrap().is_empty());
         assert!(index.search("  ¿?  ", None, 10).unwrap().is_empty());
+    }
+
+    /// A Japanese or Chinese post finds a fact-check in its language by words (issue 30,
+    /// item 5): with tantivy's default tokenizer each unspaced run was one token, so the post's
+    /// wording had to repeat the item's runs exactly and neither query below found anything.
+    #[test]
+    fn cjk_posts_find_cjk_items_by_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, fetch) = (IndexConfig::default(), crate::fetch::FetchConfig::default());
+        let mut w = Refresher::open(&config, dir.path(), &fetch, None).unwrap();
+        w.add(&item(
+            "https://fc.example/ja/great-wall",
+            "万里の長城は月から見えるのか",
+            "宇宙飛行士によると、万里の長城は月から肉眼では見えない。",
+            vec!["万里の長城は月から見える"],
+            "2024-05-01",
+        ))
+        .unwrap();
+        w.add(&item(
+            "https://fc.example/zh/vaccine",
+            "疫苗会改变人类基因吗",
+            "mRNA疫苗不会进入细胞核，也不会改变人类的基因。",
+            vec!["新冠疫苗会改变基因"],
+            "2024-06-01",
+        ))
+        .unwrap();
+        w.add(&item(
+            "https://fc.example/ja/weather",
+            "明日の天気",
+            "東京は晴れのち曇り。",
+            vec![],
+            "2024-07-01",
+        ))
+        .unwrap();
+        w.commit().unwrap();
+        let index = w.index();
+        let first = |q: &str| index.search(q, None, 3).unwrap().first().map(|h| h.url.clone());
+        assert_eq!(
+            first("NASAによると長城が月から見えると宇宙飛行士が確認したそうです").as_deref(),
+            Some("https://fc.example/ja/great-wall")
+        );
+        assert_eq!(
+            first("听说打了疫苗以后基因就被改变了").as_deref(),
+            Some("https://fc.example/zh/vaccine")
+        );
+        // Latin words in a CJK text still match whole.
+        assert_eq!(first("mRNA").as_deref(), Some("https://fc.example/zh/vaccine"));
     }
 
     #[test]

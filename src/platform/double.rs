@@ -36,7 +36,9 @@ pub struct Double {
     pub deleted: Mutex<Vec<String>>,
     pub edited: Mutex<Vec<(String, String)>>,
     /// The language each accepted part was tagged with, in the order of `posted`.
-    pub langs: Mutex<Vec<Option<String>>>,
+    pub langs: Mutex<Vec<String>>,
+    /// The language each edit was tagged with, in the order of `edited`.
+    pub edit_langs: Mutex<Vec<String>>,
 }
 
 impl Double {
@@ -51,6 +53,7 @@ impl Double {
             deleted: Mutex::default(),
             edited: Mutex::default(),
             langs: Mutex::default(),
+            edit_langs: Mutex::default(),
         }
     }
 
@@ -116,7 +119,7 @@ impl Double {
         text: &str,
         reply_to: &str,
         key: &str,
-        lang: Option<&str>,
+        lang: &str,
     ) -> Result<(String, Option<String>), PlatformError> {
         self.scripted(Call::Post)?;
         let mut posted = self.posted.lock().unwrap();
@@ -124,7 +127,7 @@ impl Double {
             return Ok((format!("p{i}"), None));
         }
         posted.push((key.into(), reply_to.into(), text.into()));
-        self.langs.lock().unwrap().push(lang.map(String::from));
+        self.langs.lock().unwrap().push(lang.into());
         let i = posted.len() - 1;
         Ok((format!("p{i}"), Some(format!("https://double.example/p{i}"))))
     }
@@ -134,8 +137,9 @@ impl Double {
         Ok(())
     }
 
-    pub fn edit(&self, id: &str, text: &str) -> Result<(), PlatformError> {
+    pub fn edit(&self, id: &str, text: &str, lang: &str) -> Result<(), PlatformError> {
         self.edited.lock().unwrap().push((id.into(), text.into()));
+        self.edit_langs.lock().unwrap().push(lang.into());
         Ok(())
     }
 

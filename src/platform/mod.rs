@@ -51,9 +51,9 @@ pub struct Part<'a> {
     /// what platforms that need time-ordered record keys derive them from.
     pub created: chrono::DateTime<chrono::Utc>,
     pub seq: u32,
-    /// The reply's language (the bot's words and the explanation are in it): Mastodon's
-    /// `language`, Bluesky's `langs`.
-    pub lang: Option<&'a str>,
+    /// The language of the words in it (the bot's and the explanation's; issue 30: every
+    /// status carries one, so it is not optional): Mastodon's `language`, Bluesky's `langs`.
+    pub lang: &'a str,
     /// The requester, as (handle, stable id) where the platform links mentions to an id (the
     /// DID on Bluesky, as the notification gave it): the one mention a part may carry.
     pub mention: Option<(&'a str, &'a str)>,
@@ -132,7 +132,7 @@ impl Platform {
     pub async fn post(&self, part: &Part<'_>) -> Result<(String, Option<String>), PlatformError> {
         match self {
             Platform::Mastodon(m) => {
-                m.post(part.text, part.reply_to, part.visibility, part.key, part.lang)
+                m.post(part.text, part.reply_to, part.visibility, part.key, Some(part.lang))
                     .await
             }
             Platform::Bluesky(b) => b.post(part).await,
@@ -178,13 +178,13 @@ impl Platform {
     }
 
     /// Edits one of the bot's own posts (Mastodon only; elsewhere `Fatal`: post a follow-up).
-    pub async fn edit(&self, id: &str, text: &str, lang: Option<&str>) -> Result<(), PlatformError> {
+    pub async fn edit(&self, id: &str, text: &str, lang: &str) -> Result<(), PlatformError> {
         match self {
-            Platform::Mastodon(m) => m.edit(id, text, lang).await,
+            Platform::Mastodon(m) => m.edit(id, text, Some(lang)).await,
             Platform::Bluesky(_) => Err(PlatformError::Fatal("Bluesky has no edit".into())),
             Platform::DryRun(_) => Ok(()),
             #[cfg(test)]
-            Platform::Double(d) => d.edit(id, text),
+            Platform::Double(d) => d.edit(id, text, lang),
         }
     }
 

@@ -16,6 +16,8 @@ mod tests_lang;
 #[cfg(test)]
 mod tests_living;
 #[cfg(test)]
+mod tests_status_lang;
+#[cfg(test)]
 mod tests_trust;
 
 pub use dispatch::{dispatch, SWEEP_EVERY};
@@ -569,4 +571,12 @@ pub(crate) fn is_hit(job: &Job) -> bool {
 /// The checked post's id: what reply records are kept under (the thread may hang elsewhere).
 fn target_id(job: &Job) -> String {
     job.target.as_ref().map(|t| t.id.clone()).unwrap_or_default()
+}
+
+/// The language of the words in every status a job posts or edits — reply, update, notice,
+/// acknowledgement, direct message: its target's (a notice's and an acknowledgement's target
+/// carries the asker's language), where the bot has words in it, else English. The one place
+/// a posted status's Mastodon `language` / Bluesky `langs` comes from.
+pub(crate) fn words_language(job: &Job) -> &'static str {
+    crate::words::language(job.target.as_ref().and_then(|t| t.language.as_deref()))
 }

@@ -118,11 +118,6 @@ impl Run<'_> {
                 (true, 0) => format!("musebot-{}-{i}w", job.id),
                 (true, n) => format!("musebot-{}-{i}w{n}", job.id),
             };
-            // The reply speaks the post's language where the bot has words in it (a notice:
-            // the asker's, set on its target by the notice).
-            let lang = Some(crate::words::language(
-                job.target.as_ref().and_then(|t| t.language.as_deref()),
-            ));
             let request = crate::platform::Part {
                 text: part,
                 reply_to: &reply_to,
@@ -130,7 +125,7 @@ impl Run<'_> {
                 key: &key,
                 created: job.created_at,
                 seq: 2 * i as u32 + u32::from(plan.as_written),
-                lang,
+                lang: super::words_language(job),
                 mention: job
                     .trigger
                     .requester()

@@ -169,10 +169,11 @@ impl Run<'_> {
     /// An edit in place of a follow-up (Mastodon, `corrections = "edit"`).
     pub(super) async fn post_edit(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         let plan = job.plan.clone().expect("post runs after compose");
-        let lang = Some(crate::words::language(
-            job.target.as_ref().and_then(|t| t.language.as_deref()),
-        ));
-        match self.platform.edit(&plan.reply_to, &plan.parts[0], lang).await {
+        match self
+            .platform
+            .edit(&plan.reply_to, &plan.parts[0], super::words_language(job))
+            .await
+        {
             Ok(()) => {
                 job.posted = vec![plan.reply_to.clone()];
                 self.worker.store.save(job)?;

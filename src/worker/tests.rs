@@ -189,7 +189,7 @@ async fn a_restart_after_any_stage_repeats_nothing() {
             job.posted.truncate(1);
             b.worker.store.save(&job).unwrap();
             let first = finished.plan.as_ref().unwrap().parts[0].clone();
-            b.double.post(&first, "100", &format!("musebot-{id}-0"), None).unwrap();
+            b.double.post(&first, "100", &format!("musebot-{id}-0"), "en").unwrap();
             b.double.calls.lock().unwrap().clear();
             b.double.failures.lock().unwrap().clear();
         }

@@ -1,6 +1,8 @@
 //! Step 1, queries: the LLM writes up to [`TEXT_QUERIES`] search queries from the post's text,
 //! time and author (`chat_json` with a schema where the endpoint honours it; `parse::queries`
-//! tolerates prose, lists and "none"). Fills `Retrieval::queries`; none means nothing to check.
+//! tolerates prose, lists and "none"), in the post's language and English, and in a second
+//! language the post is partly written in (`lang::also`). Fills `Retrieval::queries`; none
+//! means nothing to check.
 
 use minijinja::context;
 
@@ -24,9 +26,12 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     // The post's language as a bare code (a Bluesky `langs` entry is whatever the client
     // wrote): the model is asked for queries in it and in English.
     let language = crate::lang::primary(post.language.as_deref());
-    let system = m
-        .prompts
-        .render("queries.system.j2", context! { n => n, language => language })?;
+    // A post written partly in another language gets queries in that one too (issue 30).
+    let also = crate::lang::also(&post.text, post.language.as_deref());
+    let system = m.prompts.render(
+        "queries.system.j2",
+        context! { n => n, language => language, also => also },
+    )?;
     let user = m.prompts.render("queries.user.j2", post_context(post))?;
     let schema = serde_json::json!({"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}, "maxItems": n}}, "required": ["queries"]});
     let c = m

@@ -299,9 +299,7 @@ impl Bluesky {
         if !facets.is_empty() {
             record["facets"] = json!(facets);
         }
-        if let Some(lang) = part.lang.filter(|l| !l.is_empty()) {
-            record["langs"] = json!([lang]);
-        }
+        record["langs"] = json!([part.lang]);
         let body = json!({
             "repo": self.bot.did,
             "collection": POST,
