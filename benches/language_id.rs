@@ -276,7 +276,7 @@ fn main() {
     let started = Instant::now();
     let cross_validated = ngram::Model::shipped_source() == digest;
     if cross_validated {
-        println!("musebot: the shipped model was trained on this file — {FOLDS}-fold cross-validation by author (no author in both halves)");
+        println!("mode: the shipped model was trained on this file, so musebot is measured by {FOLDS}-fold cross-validation by author (no author in both halves)");
         let fold = folds(&rows);
         let mut train_time = 0.0;
         let mut scored = 0.0;
@@ -304,7 +304,7 @@ fn main() {
             scored * 1e6 / rows.len() as f64
         );
     } else {
-        println!("musebot: the shipped model, as it ships");
+        println!("mode: the shipped model, as it ships");
         for r in &rows {
             ours.add(&r.gold, &musebot_answer(shipped, &r.text));
             alone.add(&r.gold, &model_answer(shipped, &r.text));
