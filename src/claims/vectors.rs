@@ -39,9 +39,23 @@ fn split(b: &[u8]) -> Option<(f32, &[u8])> {
     Some((f32::from_le_bytes(head.try_into().ok()?), rest))
 }
 
-/// The cosine of a query (f32, unit) with a stored vector's components at `scale`.
+/// Lanes of the dot product: independent partial sums the compiler keeps in SIMD registers.
+const LANES: usize = 16;
+
+/// The cosine of a query (f32, unit) with a stored vector's components at `scale`. Summed in
+/// [`LANES`] partial sums (a single running sum is one long chain of dependent additions the
+/// compiler may not reorder, so it cannot use SIMD): the scan of 200,000 claims is this loop.
 pub fn dot(query: &[f32], stored: &[i8], scale: f32) -> f32 {
-    query.iter().zip(stored).map(|(q, s)| q * (*s as f32)).sum::<f32>() * scale
+    let mut lanes = [0f32; LANES];
+    let (q_chunks, s_chunks) = (query.chunks_exact(LANES), stored.chunks_exact(LANES));
+    let (q_rest, s_rest) = (q_chunks.remainder(), s_chunks.remainder());
+    for (q, s) in q_chunks.zip(s_chunks) {
+        for j in 0..LANES {
+            lanes[j] += q[j] * f32::from(s[j]);
+        }
+    }
+    let rest: f32 = q_rest.iter().zip(s_rest).map(|(q, s)| q * f32::from(*s)).sum();
+    (lanes.iter().sum::<f32>() + rest) * scale
 }
 
 /// One segment's vectors: `dims` components and a scale per document that has one.
@@ -164,6 +178,20 @@ impl VectorCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lane_sums_are_the_plain_dot_product() {
+        for dims in [0, 5, 16, 384, 385, 512] {
+            let q: Vec<f32> = (0..dims).map(|i| ((i * 31 % 17) as f32 - 8.0) / 10.0).collect();
+            let s: Vec<i8> = (0..dims).map(|i| ((i * 13 % 255) as i32 - 127) as i8).collect();
+            let plain: f32 = q.iter().zip(&s).map(|(a, b)| a * f32::from(*b)).sum::<f32>() * 0.5;
+            let lanes = dot(&q, &s, 0.5);
+            assert!(
+                (plain - lanes).abs() <= 1e-3 * plain.abs().max(1.0),
+                "{dims}: {plain} vs {lanes}"
+            );
+        }
+    }
 
     #[test]
     fn int8_keeps_the_cosine_within_five_thousandths() {

@@ -34,12 +34,46 @@ pub struct Reading {
 }
 
 /// The language of `text` as ISO 639-1, or `None` when it is too short, mixed or unreliable,
-/// or a language without a two-letter code here.
+/// or a language without a two-letter code here: what fills a post's missing tag and names a
+/// query's language, so it is conservative — whatlang's confident guess (the language family:
+/// the model, always sure of itself, read "@musebot reject mastodon:tag:…" as Catalan), with a
+/// guess of Spanish, Portuguese or Catalan told apart by the n-gram model, which also knows
+/// Galician and Basque.
 pub fn detect(text: &str) -> Option<&'static str> {
     if text.chars().filter(|c| c.is_alphabetic()).count() < MIN_LETTERS {
         return None;
     }
-    read(text).filter(|r| r.confidence >= MIN_CONFIDENCE).map(|r| r.lang)
+    let (guess, confidence) = whatlang_guess(text, false)?;
+    if confidence < MIN_CONFIDENCE {
+        return None;
+    }
+    let iberian = |l: &str| matches!(l, "es" | "pt" | "ca" | "gl" | "eu");
+    if iberian(guess) {
+        if let Some(g) = ngram::Model::shipped().guess(text).filter(|g| iberian(g.lang)) {
+            return Some(g.lang);
+        }
+    }
+    Some(guess)
+}
+
+/// whatlang's guess among the languages common on Mastodon and Bluesky, with its confidence:
+/// on a short post a neighbour (Catalan for Spanish, Galician for Portuguese) would otherwise
+/// win as often as not, and Catalan beside Spanish leaves both unsure (the n-gram model tells
+/// them apart).
+/// `catalan` adds it (where only whether a text is in another family matters: a Catalan text
+/// must not look French to the gate of [`read_with`]).
+fn whatlang_guess(text: &str, catalan: bool) -> Option<(&'static str, f64)> {
+    use whatlang::Lang::*;
+    let mut common = vec![
+        Eng, Deu, Fra, Spa, Por, Ita, Nld, Jpn, Cmn, Kor, Rus, Ukr, Pol, Ces, Swe, Dan, Fin, Nob, Tur, Ell, Ara, Heb,
+        Ind, Vie, Tha, Hun, Ron,
+    ];
+    if catalan {
+        common.push(Cat);
+    }
+    let detector = whatlang::Detector::with_allowlist(common);
+    let info = detector.detect(text)?;
+    Some((iso639_1(info.lang().code())?, info.confidence()))
 }
 
 /// What `text` reads as, by the shipped n-gram model and whatlang ([`read_with`]).
@@ -51,16 +85,8 @@ pub fn read(text: &str) -> Option<Reading> {
 /// text it reads as one of the model's languages (or reads with less than [`OTHER_LANGUAGE`]
 /// confidence) by `model`.
 pub fn read_with(model: &ngram::Model, text: &str) -> Option<Reading> {
-    use whatlang::Lang::*;
-    // Only languages common on Mastodon and Bluesky are guessed among: on a short post a
-    // neighbour (Catalan for Spanish, Galician for Portuguese) otherwise wins as often as not.
-    let detector = whatlang::Detector::with_allowlist(vec![
-        Eng, Deu, Fra, Spa, Por, Cat, Ita, Nld, Jpn, Cmn, Kor, Rus, Ukr, Pol, Ces, Swe, Dan, Fin, Nob, Tur, Ell, Ara,
-        Heb, Ind, Vie, Tha, Hun, Ron,
-    ]);
-    let info = detector.detect(text);
-    let guess = info.as_ref().and_then(|i| iso639_1(i.lang().code()));
-    let confidence = info.as_ref().map_or(0.0, |i| i.confidence());
+    let found = whatlang_guess(text, true);
+    let (guess, confidence) = (found.map(|f| f.0), found.map_or(0.0, |f| f.1));
     let elsewhere = guess.is_some_and(|g| !ngram::LANGS.contains(&g)) && confidence >= OTHER_LANGUAGE;
     if share_in_script(text, false) >= 0.5 && !elsewhere {
         if let Some(g) = model.guess(text) {
@@ -337,6 +363,16 @@ mod tests {
             ),
             ("ok", None),
             ("@alice lol", None),
+            // Identifiers are no language (the model alone read this as Catalan).
+            ("@musebot reject mastodon:tag:1796229920703", None),
+            (
+                "O goberno anunciou onte unha suba de impostos para os xubilados, segundo o conselleiro.",
+                Some("gl"),
+            ),
+            (
+                "El govern va anunciar ahir una pujada d'impostos per als jubilats, segons el conseller.",
+                Some("ca"),
+            ),
         ] {
             let info = whatlang::detect(text);
             assert_eq!(detect(text), want, "{text}: {info:?}");

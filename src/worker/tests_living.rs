@@ -24,7 +24,7 @@ async fn living_bench() -> (Bench, Arc<Mutex<String>>) {
     (b, answer)
 }
 
-fn scheduler(b: &Bench) -> Scheduler {
+pub(super) fn scheduler(b: &Bench) -> Scheduler {
     Scheduler {
         store: b.worker.store.clone(),
         config: b.worker.living.clone(),
@@ -46,7 +46,7 @@ fn kept(b: &Bench, id: &str) -> Kept {
 }
 
 /// The re-check jobs waiting in the store.
-fn rechecks(b: &Bench) -> Vec<String> {
+pub(super) fn rechecks(b: &Bench) -> Vec<String> {
     let mut ids: Vec<String> = b
         .worker
         .store

@@ -13,9 +13,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
 
 use super::tests::{bench, mention, Bench, VERDICT};
+use super::tests_living::{rechecks, scheduler};
 use super::*;
 use crate::config::Corrections;
-use crate::living::schedule::Scheduler;
 use crate::model::{Cause, Command, Post, RecheckWhy, Trigger, Visibility};
 use crate::test_llm::Script;
 
@@ -206,21 +206,10 @@ async fn every_path(post_tag: Option<String>, ask_tag: Option<String>, edit: boo
     *c.answer.lock().unwrap() = VERDICT.into();
     let mut kept = c.b.worker.store.kept(&id).unwrap().expect("kept");
     crate::living::recheck_now(&c.b.worker.store, &c.b.worker.living, &mut kept, RecheckWhy::Edited).unwrap();
-    let scheduler = Scheduler {
-        store: c.b.worker.store.clone(),
-        config: c.b.worker.living.clone(),
-        metrics: None,
-    };
-    scheduler.tick(chrono::Utc::now() + chrono::Duration::days(2)).unwrap();
-    let due: Vec<String> =
-        c.b.worker
-            .store
-            .pending_jobs()
-            .unwrap()
-            .into_iter()
-            .filter(|j| matches!(j.trigger.cause, Cause::Recheck { .. }))
-            .map(|j| j.id)
-            .collect();
+    scheduler(&c.b)
+        .tick(chrono::Utc::now() + chrono::Duration::days(2))
+        .unwrap();
+    let due = rechecks(&c.b);
     assert!(!due.is_empty(), "a re-check is due");
     let before = c.seen;
     for r in due {
