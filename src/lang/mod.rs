@@ -2,12 +2,14 @@
 //! services take) — Chinese with its script, `zh-Hans` or `zh-Hant` ([`chinese_variant`]),
 //! which [`primary`] reduces to `zh`. [`read`]: `whatlang`'s trigram detector among the
 //! languages common on Mastodon and Bluesky, except that a Latin-script text it reads as
-//! Spanish, Portuguese, Catalan or English, or cannot read confidently, is read by the
-//! n-gram model trained on real tweets ([`ngram`]), which also knows Galician and Basque and
-//! tells these close neighbours apart (measured: `cargo bench --bench language_id`). A post's language is its platform tag,
-//! unless its text plainly reads otherwise ([`of`]: clients tag posts with the app's language,
-//! so a Japanese post tagged `en` is common); this also tells each search query's language to
-//! the backends.
+//! Spanish, Portuguese, Catalan or English, or cannot read confidently, is read by the n-gram
+//! model trained on real tweets ([`ngram`]), which also knows Galician and Basque and tells
+//! these close neighbours apart (measured: `cargo bench --bench language_id`); it names a mixed
+//! post's second language ([`also`]). [`detect`], which fills a missing tag and names a search
+//! query's language, is conservative: whatlang must be confident, the model only splits the
+//! Iberian languages. A post's language is its platform tag, unless its text plainly reads
+//! otherwise ([`of`]: clients tag posts with the app's language, so a Japanese post tagged `en`
+//! is common).
 
 pub mod ngram;
 
@@ -18,9 +20,10 @@ const MIN_CONFIDENCE: f64 = 0.5;
 /// whatlang's confidence in a language the n-gram model does not know (French, German…) that
 /// keeps a Latin-script text from the model. Measured on TweetLID (10-fold CV): the gate costs
 /// 0.021 macro F1 at 0.5 (whatlang reads 34 Basque tweets as Indonesian, others as Finnish or
-/// Italian; with an earlier model, 0.011 at 0.7 and 0.008 at 0.9); kept at 0.5, because every post it keeps from the
-/// model is in a language the model cannot name (French, Italian, Indonesian would otherwise
-/// be read as Catalan, Spanish or Basque), and those are far more common on the platforms.
+/// Italian; with an earlier model, 0.011 at 0.7 and 0.008 at 0.9); kept at 0.5, because every
+/// post it keeps from the model is in a language the model cannot name (French, Italian,
+/// Indonesian would otherwise be read as Catalan, Spanish or Basque), and those are far more
+/// common on the platforms.
 const OTHER_LANGUAGE: f64 = 0.5;
 
 /// What a text reads as.
@@ -59,9 +62,8 @@ pub fn detect(text: &str) -> Option<&'static str> {
 /// whatlang's guess among the languages common on Mastodon and Bluesky, with its confidence:
 /// on a short post a neighbour (Catalan for Spanish, Galician for Portuguese) would otherwise
 /// win as often as not, and Catalan beside Spanish leaves both unsure (the n-gram model tells
-/// them apart).
-/// `catalan` adds it (where only whether a text is in another family matters: a Catalan text
-/// must not look French to the gate of [`read_with`]).
+/// them apart). `catalan` adds Catalan where only the family matters (a Catalan text must not
+/// look French to the gate of [`read_with`]).
 fn whatlang_guess(text: &str, catalan: bool) -> Option<(&'static str, f64)> {
     use whatlang::Lang::*;
     let mut common = vec![

@@ -3,7 +3,10 @@
 //! whatlang has no Galician and no Basque, and on a tweet it takes Catalan for Spanish and
 //! Galician for Portuguese as often as not. Trained on TweetLID 2014's training split (13,931
 //! real tweets with gold labels; its test split is held out), shipped as counts in
-//! [`MODEL`] (`cargo bench --bench language_id -- --write-model` writes it), loaded once.
+//! [`MODEL`] (`cargo bench --bench language_id -- --write-model` writes it), loaded once. The
+//! counts are aggregate statistics of a dataset released for research use (features seen in
+//! three or more tweets, no tweet in it): whoever redistributes the binary should check those
+//! terms; `--write-model PATH` retrains from any file in the same columns.
 //!
 //! A text is normalised as a tweet needs ([`normalise`]: links, @handles and hashtags out,
 //! lower case, letters only with Catalan's `l·l` and apostrophes kept, runs of three or more of
