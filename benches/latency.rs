@@ -148,6 +148,7 @@ async fn main() {
                     enabled: false,
                     ..config.living.clone()
                 },
+                labeler: config.bluesky.labeler.clone(),
                 retry_base: Duration::from_secs(5),
             };
             let job = Job::new(Trigger {

@@ -132,6 +132,8 @@ pub fn worker(
             enabled: false,
             ..config.living.clone()
         },
+        // Nor is anything labelled (the `DryRun` platform has no labels).
+        labeler: config.bluesky.labeler.clone(),
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     }
 }

@@ -114,6 +114,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ModelsCommand,
     },
+    /// The Bluesky account as a labeler (`[bluesky.labeler]`): `labeler setup` writes its
+    /// declaration and says whether its DID document names the labeler.
+    Labeler {
+        #[command(subcommand)]
+        command: LabelerCommand,
+    },
     /// Configuration tools.
     Config {
         #[command(subcommand)]
@@ -179,6 +185,17 @@ pub enum ModelsCommand {
     Install { dir: Option<PathBuf> },
     /// Exit 0 when every configured model file is there and loads, else 1.
     Check {
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabelerCommand {
+    /// Write the labeler declaration (app.bsky.labeler.service: the label values, named in
+    /// every language of locales/) and check the DID document's #atproto_labeler and
+    /// #atproto_label entries; prints what changed. Exit 0 when ready, 1 when not.
+    Setup {
         #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
         config: PathBuf,
     },
@@ -269,6 +286,25 @@ pub fn main() -> ExitCode {
             })
         }
         Command::Index { command } => index_command(command),
+        Command::Labeler {
+            command: LabelerCommand::Setup { config },
+        } => {
+            let config = match Config::load(&config) {
+                Ok(c) => c,
+                Err(e) => return config_failure(&e),
+            };
+            quiet_logs(&config.log);
+            runtime(async {
+                let report = crate::labeler::setup::run(&config).await?;
+                for line in &report.lines {
+                    println!("{line}");
+                }
+                if !report.ready {
+                    anyhow::bail!("the labeler is not ready: see the lines above");
+                }
+                Ok(())
+            })
+        }
         Command::Models {
             command: ModelsCommand::Install { dir },
         } => {

@@ -253,6 +253,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
         living: config.living.clone(),
+        labeler: config.bluesky.labeler.clone(),
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     });
 

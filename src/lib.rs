@@ -18,6 +18,7 @@ pub mod image;
 pub mod index;
 pub mod inspect;
 pub mod intake;
+pub mod labeler;
 pub mod lang;
 pub mod living;
 pub mod llm;

@@ -141,6 +141,11 @@ pub fn language(tag: Option<&str>) -> &'static str {
         .map_or("en", |l| l.as_str())
 }
 
+/// Every language the bot has words in (the built-in files and the operator's), in code order.
+pub fn languages() -> &'static [String] {
+    &words().languages
+}
+
 /// The language's name in English, for prompts ("German"); the code itself for a language an
 /// operator added.
 pub fn name(lang: &str) -> &str {

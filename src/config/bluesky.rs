@@ -41,6 +41,8 @@ pub struct BlueskyConfig {
     pub max_retries: usize,
     /// Largest answer read, bytes.
     pub max_response_bytes: usize,
+    /// `[bluesky.labeler]`: verdicts as labels (issue 31).
+    pub labeler: super::LabelerConfig,
 }
 
 /// How the daemon learns of mentions.
@@ -73,6 +75,7 @@ impl Default for BlueskyConfig {
             timeout_secs: 30,
             max_retries: 5,
             max_response_bytes: 4_000_000,
+            labeler: super::LabelerConfig::default(),
         }
     }
 }

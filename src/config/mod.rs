@@ -7,6 +7,7 @@ mod bluesky;
 mod budget;
 mod eval;
 mod images;
+mod labeler;
 mod living;
 mod moderation;
 mod validate;
@@ -16,6 +17,7 @@ pub use bluesky::{BlueskyConfig, BlueskyMode};
 pub use budget::{BudgetConfig, Price};
 pub use eval::{EvalConfig, JudgeConfig};
 pub use images::{ImagesConfig, VisionConfig};
+pub use labeler::{Channel, Confidence, LabelerConfig};
 pub use living::{duration, Corrections, LivingConfig};
 pub use moderation::ModerationConfig;
 

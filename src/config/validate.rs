@@ -507,6 +507,7 @@ fn images(c: &Config, p: &mut Problems) {
 /// `[bluesky]`.
 fn bluesky(c: &Config, p: &mut Problems) {
     let b = &c.bluesky;
+    labeler(c, p);
     if !b.enabled {
         return;
     }
@@ -581,5 +582,27 @@ fn check_url(p: &mut Problems, key: &str, value: &str, fix: &str) {
         Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
         Ok(u) => p.bad(key, format!("scheme `{}` is not http or https", u.scheme()), fix),
         Err(e) => p.bad(key, format!("`{value}` is not a URL ({e})"), fix),
+    }
+}
+
+/// `[bluesky.labeler]`.
+fn labeler(c: &Config, p: &mut Problems) {
+    let l = &c.bluesky.labeler;
+    if !l.enabled {
+        return;
+    }
+    if !c.bluesky.enabled {
+        p.bad(
+            "bluesky.labeler.enabled",
+            "is true but bluesky.enabled is false".into(),
+            "enable [bluesky] (labels are a Bluesky feature; Mastodon has none) or set bluesky.labeler.enabled = false",
+        );
+    }
+    if l.expiry_days > 3650 {
+        p.bad(
+            "bluesky.labeler.expiry_days",
+            format!("is {}", l.expiry_days),
+            "use 0 (never) to 3650 days",
+        );
     }
 }

@@ -46,10 +46,11 @@ pub fn undecided(outcome: Outcome, verdict: Option<Verdict>) -> bool {
 }
 
 /// Keeps a finished answer for re-checking (idempotent: an answer kept already is left as it
-/// is). Only answers the pipeline wrote and the bot posted: a verdict or "could not verify",
+/// is). Only answers the pipeline wrote and the bot posted (or put on as a label): a verdict or "could not verify",
 /// not notices, commands or re-checks (those update the kept post they re-check).
 pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>) -> Result<Option<Kept>, StoreError> {
-    if !config.enabled || job.status != Status::Done || job.posted.is_empty() {
+    let labelled = job.label.as_ref().filter(|l| l.sent_at.is_some());
+    if !config.enabled || job.status != Status::Done || (job.posted.is_empty() && labelled.is_none()) {
         return Ok(None);
     }
     if matches!(job.trigger.cause, Cause::Command { .. } | Cause::Recheck { .. }) {
@@ -104,6 +105,7 @@ pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>)
         updates: Vec::new(),
         gone: None,
         matched_generation: 0,
+        label: labelled.and_then(|l| l.create.first().map(|v| (*v, l.cid.clone()))),
     };
     // Timers first, then the record that counts them: a crash between leaves a timer whose
     // job finds no kept post and ends (`Unchanged`), never a kept post with a lost timer.

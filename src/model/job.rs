@@ -172,6 +172,8 @@ pub enum Stage {
     Compose,
     /// The draft waits for a moderator's approval (only when its trigger's kind is reviewed).
     Review,
+    /// The verdict as a label on the checked post (Bluesky labeler mode, by policy).
+    Label,
     Post,
 }
 
@@ -183,6 +185,7 @@ impl Stage {
             Stage::Verify => "verify",
             Stage::Compose => "compose",
             Stage::Review => "review",
+            Stage::Label => "label",
             Stage::Post => "post",
         }
     }
@@ -216,6 +219,9 @@ pub struct Job {
     /// Set when the draft is held for a moderator (`moderation.review`).
     #[serde(default)]
     pub review: Option<super::review::Review>,
+    /// The label compose decided on (Bluesky labeler mode), until and after it is emitted.
+    #[serde(default)]
+    pub label: Option<super::label::JobLabel>,
     /// Ids of the parts confirmed posted, in order.
     pub posted: Vec<String>,
     /// The public URL of the first part, once posted (kept for the "already answered" pointer
@@ -244,6 +250,7 @@ impl Job {
             retrieval: None,
             verification: None,
             review: None,
+            label: None,
             posted: Vec::new(),
             first_url: None,
             trace: Vec::new(),
@@ -264,6 +271,9 @@ impl Job {
             (Some(_), Some(_), None) => Some(Stage::Compose),
             (Some(_), Some(_), Some(_)) if self.review.as_ref().is_some_and(|r| r.decision.is_none()) => {
                 Some(Stage::Review)
+            }
+            (Some(_), Some(_), Some(_)) if self.label.as_ref().is_some_and(|l| l.sent_at.is_none()) => {
+                Some(Stage::Label)
             }
             (Some(_), Some(_), Some(plan)) if self.posted.len() < plan.parts.len() => Some(Stage::Post),
             (Some(_), Some(_), Some(_)) => None,

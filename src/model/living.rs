@@ -153,6 +153,10 @@ pub struct Kept {
     /// The corpus generation its claim was last matched against.
     #[serde(default)]
     pub matched_generation: u64,
+    /// The label the post carries from the bot's labeler now (value and the CID it was put
+    /// on): what a changed verdict or a withdrawal negates.
+    #[serde(default)]
+    pub label: Option<(super::label::LabelValue, String)>,
 }
 
 impl Kept {

@@ -18,6 +18,8 @@ pub enum Call {
     Post,
     /// The follower's batch read of kept posts.
     LookMany,
+    /// A label event (labeler mode).
+    Label,
 }
 
 pub struct Double {
@@ -39,6 +41,8 @@ pub struct Double {
     pub langs: Mutex<Vec<String>>,
     /// The language each edit was tagged with, in the order of `edited`.
     pub edit_langs: Mutex<Vec<String>>,
+    /// Every label event accepted, in order.
+    pub labels: Mutex<Vec<crate::model::JobLabel>>,
 }
 
 impl Double {
@@ -54,6 +58,7 @@ impl Double {
             edited: Mutex::default(),
             langs: Mutex::default(),
             edit_langs: Mutex::default(),
+            labels: Mutex::default(),
         }
     }
 
@@ -141,6 +146,22 @@ impl Double {
         self.edited.lock().unwrap().push((id.into(), text.into()));
         self.edit_langs.lock().unwrap().push(lang.into());
         Ok(())
+    }
+
+    pub fn emit_label(&self, label: &crate::model::JobLabel) -> Result<(), PlatformError> {
+        self.scripted(Call::Label)?;
+        self.labels.lock().unwrap().push(label.clone());
+        Ok(())
+    }
+
+    /// The values in force on `uri` after every accepted event.
+    pub fn labels_on(&self, uri: &str) -> Vec<crate::model::LabelValue> {
+        let mut on = Vec::new();
+        for l in self.labels.lock().unwrap().iter().filter(|l| l.uri == uri) {
+            on.retain(|v| !l.negate.contains(v) && !l.create.contains(v));
+            on.extend(l.create.iter().copied());
+        }
+        on
     }
 
     pub fn look_many(&self, ids: &[String]) -> Vec<Post> {

@@ -200,6 +200,47 @@ impl Platform {
         }
     }
 
+    /// Emits a label event on a post (Bluesky's labeler mode, through Ozone); Mastodon has
+    /// no labels (`Fatal`), `musebot check` labels nothing.
+    pub async fn emit_label(&self, label: &crate::model::JobLabel) -> Result<(), PlatformError> {
+        match self {
+            Platform::Mastodon(_) => Err(PlatformError::Fatal("Mastodon has no labels".into())),
+            Platform::Bluesky(b) => b.emit_label(label).await,
+            Platform::DryRun(_) => Ok(()),
+            #[cfg(test)]
+            Platform::Double(d) => d.emit_label(label),
+        }
+    }
+
+    /// The bot's label values in force on a post (created and not negated since), as its
+    /// labeler serves them.
+    pub async fn labels_on(&self, uri: &str) -> Result<Vec<crate::model::LabelValue>, PlatformError> {
+        match self {
+            Platform::Mastodon(_) | Platform::DryRun(_) => Ok(Vec::new()),
+            Platform::Bluesky(b) => Ok(bluesky::labels::in_force(&b.labels_on(uri).await?)),
+            #[cfg(test)]
+            Platform::Double(d) => Ok(d.labels_on(uri)),
+        }
+    }
+
+    /// Whether the platform can carry labels (Bluesky; Mastodon has none).
+    pub fn has_labels(&self) -> bool {
+        match self {
+            Platform::Bluesky(_) => true,
+            Platform::Mastodon(_) | Platform::DryRun(_) => false,
+            #[cfg(test)]
+            Platform::Double(_) => true,
+        }
+    }
+
+    /// The version of a post a label is put on (Bluesky: its CID; elsewhere empty).
+    pub async fn cid_of(&self, uri: &str) -> Result<String, PlatformError> {
+        match self {
+            Platform::Bluesky(b) => b.cid_of(uri).await,
+            _ => Ok(String::new()),
+        }
+    }
+
     /// Whether the platform can edit a post in place (Mastodon).
     pub fn can_edit(&self) -> bool {
         matches!(self, Platform::Mastodon(_))

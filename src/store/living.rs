@@ -302,6 +302,7 @@ mod tests {
             updates: vec![],
             gone: None,
             matched_generation: 0,
+            label: None,
         }
     }
 

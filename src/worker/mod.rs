@@ -1,16 +1,20 @@
 //! Workers: the one stage machine. A worker runs a job's remaining stages — resolve, draft,
-//! verify, compose, review (only a held draft) and post — in order on the job's own platform,
+//! verify, compose, review (only a held draft), label (only in labeler mode, [`label`]) and
+//! post — in order on the job's own platform,
 //! persisting each output before the next (so a restart resumes at the first missing one). A
-//! re-check of a kept answer (`Cause::Recheck`, [`recheck`]) runs the same six stages; a
+//! re-check of a kept answer (`Cause::Recheck`, [`recheck`]) runs the same stages; a
 //! finished answer is kept for its re-checks (`crate::living`). The daemon feeds it through
 //! [`dispatch`]; `musebot check` runs the same loop on a platform that never posts.
 
 mod dispatch;
+mod label;
 mod post;
 mod recheck;
 mod resolve;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_labels;
 #[cfg(test)]
 mod tests_lang;
 #[cfg(test)]
@@ -84,6 +88,8 @@ pub struct Worker {
     pub privacy: PrivacyConfig,
     /// `[living]`: what is kept of an answer, its updates, how corrections are made.
     pub living: crate::config::LivingConfig,
+    /// `[bluesky.labeler]`: which verdicts become labels (issue 31).
+    pub labeler: crate::config::LabelerConfig,
     /// First wait after a transient failure (doubles with each attempt).
     pub retry_base: Duration,
 }
@@ -308,6 +314,7 @@ impl Run<'_> {
             Stage::Compose if recheck::of(job).is_some() => self.compose_recheck(job),
             Stage::Compose => self.compose(job),
             Stage::Review => self.review(job),
+            Stage::Label => self.label(job).await,
             Stage::Post => self.post(job).await,
         }
     }
@@ -463,7 +470,23 @@ impl Run<'_> {
                 "nothing to post about it ({what})"
             ))));
         }
-        let parts = self.thread(job, self.platform.limits());
+        let mut parts = self.thread(job, self.platform.limits());
+        // Labeler mode: the verdict as a label, and the reply unless the trigger's channel
+        // says label only.
+        let decision = crate::labeler::decide(&self.worker.labeler, job, self.platform.has_labels());
+        if !decision.reply {
+            if decision.label.is_none() {
+                if is_hit(job) {
+                    let author = job.target.as_ref().map(Post::author_key).unwrap_or_default();
+                    self.worker.moderation.release_hit(&job.trigger, &job.id, &author)?;
+                }
+                return Ok(StageOutcome::Skip(SkipReason::Policy(
+                    "labels only, and no label for this verdict".into(),
+                )));
+            }
+            parts.clear();
+        }
+        job.label = decision.label;
         let target = job.target.as_ref().expect("compose runs after resolve");
         let visibility = self.visibility(job);
         job.plan = Some(Plan {

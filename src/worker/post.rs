@@ -80,20 +80,8 @@ impl Run<'_> {
             } else {
                 self.point_to_an_answer_given_meanwhile(job)?;
             }
-            // Deleted (or closed to the bot) while the reply was drafted: not answered.
-            if !matches!(job.trigger.cause, crate::model::Cause::Command { .. }) {
-                match self.platform.recheck(&job.trigger).await {
-                    Ok(()) => {}
-                    Err(PlatformError::Gone(e)) => {
-                        tracing::info!(why = %e, "the post is gone since it was read; nothing is posted");
-                        return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e)));
-                    }
-                    Err(PlatformError::RateLimited { until, message }) => {
-                        return Err(StageError::Parked { until, message })
-                    }
-                    Err(PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
-                    Err(e) => return Err(StageError::Transient(e.to_string())),
-                }
+            if let Some(reason) = self.target_gone(job).await? {
+                return Ok(StageOutcome::Skip(reason));
             }
         }
         if job.plan.as_ref().is_some_and(|p| p.edit) && job.posted.is_empty() {
@@ -160,6 +148,24 @@ impl Run<'_> {
         Ok(StageOutcome::Next(Usage::default()))
     }
 
+    /// Deleted (or closed to the bot) since it was read: why, if so (the look before a job's
+    /// first part or label). Commands answer the asker, whatever became of the post.
+    pub(super) async fn target_gone(&self, job: &Job) -> Result<Option<SkipReason>, StageError> {
+        if matches!(job.trigger.cause, crate::model::Cause::Command { .. }) {
+            return Ok(None);
+        }
+        match self.platform.recheck(&job.trigger).await {
+            Ok(()) => Ok(None),
+            Err(PlatformError::Gone(e)) => {
+                tracing::info!(why = %e, "the post is gone since it was read; nothing is posted");
+                Ok(Some(SkipReason::TargetUnavailable(e)))
+            }
+            Err(PlatformError::RateLimited { until, message }) => Err(StageError::Parked { until, message }),
+            Err(PlatformError::Transient(e)) => Err(StageError::Transient(e)),
+            Err(e) => Err(StageError::Transient(e.to_string())),
+        }
+    }
+
     /// Why a job queued earlier should not go on now (paused, unwatched, opted out, blocked),
     /// if it should not. Commands always go on.
     pub(super) fn no_longer_wanted(&self, job: &Job) -> Option<SkipReason> {
@@ -223,7 +229,8 @@ impl Run<'_> {
     /// pointer to it. Not for notices, and not for replies others cannot read. Idempotent.
     pub(super) fn record_reply(&self, job: &Job) -> Result<(), StoreError> {
         let Some(plan) = &job.plan else { return Ok(()) };
-        if super::recheck::of(job).is_some() {
+        // A label only (labeler mode): no thread to point to.
+        if super::recheck::of(job).is_some() || job.posted.is_empty() {
             // An update: the first answer stays the one pointed to.
             return Ok(());
         }

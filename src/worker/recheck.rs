@@ -14,12 +14,15 @@
 //!   in it (also after a crash between the last part and the job's save).
 //!
 //! And the commands that steer a kept answer: `recheck` (the asker or a moderator) and
-//! `withdraw` (a moderator: every part deleted, the reason logged).
+//! `withdraw` (a moderator: every part deleted, its label negated, the reason logged). In
+//! labeler mode a changed verdict also changes the label (old value negated, new created; a
+//! label-only answer's update is its label's, `label.rs`).
 
 use super::{Run, StageError, StageOutcome};
 use crate::config::Corrections;
 use crate::model::{
-    Cause, Draft, Job, Kept, Outcome, Plan, Recalled, RecheckWhy, Retrieval, SkipReason, UpdateRecord, Usage, Verdict,
+    Cause, Draft, Job, JobLabel, Kept, LabelValue, Outcome, Plan, Recalled, RecheckWhy, Retrieval, SkipReason,
+    UpdateRecord, Usage, Verdict,
 };
 use crate::platform::PlatformError;
 
@@ -115,11 +118,41 @@ impl Run<'_> {
                 "this update was posted already".into(),
             )));
         }
+        // Labeler mode: the label the answer put on follows the verdict — the old value
+        // negated, the new one (when sure enough) created, in one event.
+        let label = kept.label.as_ref().and_then(|(old, cid)| {
+            let new = crate::labeler::value(&self.worker.labeler, job);
+            (new != Some(*old)).then(|| JobLabel {
+                uri: kept.target_id.clone(),
+                cid: cid.clone(),
+                create: new.into_iter().collect(),
+                negate: vec![*old],
+                expires: crate::labeler::expiry(&self.worker.labeler, chrono::Utc::now()),
+                asked_at: None,
+                sent_at: None,
+            })
+        });
         let Some(last) = kept.last_part().map(str::to_string) else {
-            return Ok(StageOutcome::Skip(SkipReason::Unchanged(
-                "the answer has no part to update".into(),
-            )));
+            if label.is_none() {
+                return Ok(StageOutcome::Skip(SkipReason::Unchanged(
+                    "the answer has no part to update".into(),
+                )));
+            }
+            // A label-only answer: its update is the label's.
+            tracing::info!(verdict = ?verdict, was = ?kept.verdict, "re-check: the answer changed; its label follows");
+            job.label = label;
+            let target = job.target.as_ref().expect("compose runs after resolve");
+            job.plan = Some(Plan {
+                reply_to: self.platform.reply_anchor(&job.trigger, target),
+                visibility: self.visibility(job),
+                parts: Vec::new(),
+                as_written: false,
+                shrink: 0,
+                edit: false,
+            });
+            return Ok(StageOutcome::Next(Usage::default()));
         };
+        job.label = label;
         let lang = crate::words::language(job.target.as_ref().and_then(|t| t.language.as_deref()));
         let lead = crate::words::say(lang, "update_lead", ());
         let update = Draft {
@@ -294,6 +327,10 @@ impl Run<'_> {
             format!("withdrawn by {by}: {reason}")
         };
         tracing::warn!(of = %kept.job_id, moderator = %by, reason, "answer withdrawn");
+        if let Some((value, cid)) = kept.label.clone() {
+            self.unlabel(&kept, value, cid).await?;
+            kept.label = None;
+        }
         let parts = kept.parts.len();
         match crate::living::take_down(self.platform, &self.worker.store, &mut kept, why).await {
             Ok(()) => {}
@@ -308,6 +345,28 @@ impl Run<'_> {
         }
         self.worker.metrics.living("withdrawn");
         Ok(Ok(crate::moderation::ack::withdrawn(lang, parts)))
+    }
+
+    /// Negates the label a kept answer put on (a withdrawal; negating twice is harmless).
+    async fn unlabel(&self, kept: &Kept, value: LabelValue, cid: String) -> Result<(), StageError> {
+        let negation = JobLabel {
+            uri: kept.target_id.clone(),
+            cid,
+            create: Vec::new(),
+            negate: vec![value],
+            expires: None,
+            asked_at: None,
+            sent_at: None,
+        };
+        match self.platform.emit_label(&negation).await {
+            Ok(()) => {
+                tracing::info!(uri = %kept.target_id, value = value.as_str(), "label negated");
+                Ok(())
+            }
+            Err(PlatformError::RateLimited { until, message }) => Err(StageError::Parked { until, message }),
+            Err(PlatformError::Fatal(e)) => Err(StageError::Fatal(e)),
+            Err(e) => Err(StageError::Transient(e.to_string())),
+        }
     }
 
     /// The kept answer a command was given under: the bot's part it replies to, else the

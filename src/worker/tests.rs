@@ -56,6 +56,7 @@ pub(super) async fn bench(script: Script) -> Bench {
         limits: config.limits.clone(),
         privacy: config.privacy.clone(),
         living: config.living.clone(),
+        labeler: config.bluesky.labeler.clone(),
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     };
     Bench {

@@ -41,7 +41,7 @@ fn follower(b: &Bench) -> Follower {
     }
 }
 
-fn kept(b: &Bench, id: &str) -> Kept {
+pub(super) fn kept(b: &Bench, id: &str) -> Kept {
     b.worker.store.kept(id).unwrap().expect("the answer is kept")
 }
 
@@ -246,7 +246,7 @@ async fn an_edited_post_is_rechecked_and_the_asker_deleting_the_ask_leaves_the_a
     assert_eq!(follower(&b).round().await.unwrap().deleted, 0);
 }
 
-fn command(b: &Bench, event: &str, author: &str, command: Command, under: &str) -> String {
+pub(super) fn command(b: &Bench, event: &str, author: &str, command: Command, under: &str) -> String {
     let mut t = mention(event);
     t.author.handle = author.into();
     t.cause = Cause::Command { command };

@@ -11,6 +11,7 @@
 
 pub mod firehose;
 pub mod hashtag;
+pub mod labels;
 pub mod records;
 pub mod richtext;
 pub mod source;

@@ -212,6 +212,7 @@ impl Xrpc {
                 &[],
                 Some(&body),
                 None,
+                None,
             )
             .await?;
         self.keep(session).await;
@@ -228,6 +229,7 @@ impl Xrpc {
                 &[],
                 None,
                 Some(&refresh),
+                None,
             )
             .await?;
         self.keep(session).await;
@@ -251,7 +253,32 @@ impl Xrpc {
         nsid: &str,
         params: &[(&str, String)],
     ) -> Result<T, XrpcError> {
-        self.authed(what, Method::GET, nsid, params, None).await
+        self.authed(what, Method::GET, nsid, params, None, None).await
+    }
+
+    /// A query the PDS forwards to another service of the network (`atproto-proxy:
+    /// <did>#<service>`, signed by the PDS for the account): the labeler's Ozone, say.
+    pub async fn query_via<T: DeserializeOwned>(
+        &self,
+        what: &'static str,
+        nsid: &str,
+        params: &[(&str, String)],
+        proxy: &str,
+    ) -> Result<T, XrpcError> {
+        self.authed(what, Method::GET, nsid, params, None, Some(proxy)).await
+    }
+
+    /// A procedure the PDS forwards to another service (see [`Xrpc::query_via`]); no write
+    /// points (it writes nothing to the repo).
+    pub async fn procedure_via<T: DeserializeOwned>(
+        &self,
+        what: &'static str,
+        nsid: &str,
+        body: &serde_json::Value,
+        proxy: &str,
+    ) -> Result<T, XrpcError> {
+        self.authed(what, Method::POST, nsid, &[], Some(body), Some(proxy))
+            .await
     }
 
     /// A procedure (`POST /xrpc/{nsid}` with a JSON body), authenticated; `write_points`
@@ -268,7 +295,7 @@ impl Xrpc {
             let _ = self.writes_hour.until_n_ready(n).await;
             let _ = self.writes_day.until_n_ready(n).await;
         }
-        self.authed(what, Method::POST, nsid, &[], Some(body)).await
+        self.authed(what, Method::POST, nsid, &[], Some(body), None).await
     }
 
     /// A call with the access token; an expired token is refreshed once and the call repeated.
@@ -279,6 +306,7 @@ impl Xrpc {
         nsid: &str,
         params: &[(&str, String)],
         body: Option<&serde_json::Value>,
+        proxy: Option<&str>,
     ) -> Result<T, XrpcError> {
         for attempt in 0..2 {
             let Some(session) = self.session.read().await.clone() else {
@@ -286,7 +314,10 @@ impl Xrpc {
                 continue;
             };
             let token = Secret::new(session.access_jwt.clone());
-            match self.send(what, method.clone(), nsid, params, body, Some(&token)).await {
+            match self
+                .send(what, method.clone(), nsid, params, body, Some(&token), proxy)
+                .await
+            {
                 Err(e) if attempt == 0 && e.is_expired_token() => {
                     tracing::info!("Bluesky access token expired; refreshing the session");
                     if let Err(r) = self.refresh(&session).await {
@@ -313,6 +344,7 @@ impl Xrpc {
         params: &[(&str, String)],
         body: Option<&serde_json::Value>,
         token: Option<&Secret>,
+        proxy: Option<&str>,
     ) -> Result<T, XrpcError> {
         let url = format!("{}/xrpc/{}", self.service, nsid);
         retry::with_retries(self.max_retries, what, || async {
@@ -320,6 +352,9 @@ impl Xrpc {
             let mut req = self.http.request(method.clone(), &url).query(params);
             if let Some(token) = token {
                 req = req.bearer_auth(token.expose());
+            }
+            if let Some(proxy) = proxy {
+                req = req.header("atproto-proxy", proxy);
             }
             if let Some(body) = body {
                 req = req.json(body);

@@ -1,0 +1,216 @@
+//! The bot's labels (issue 31), through its own PDS: the PDS forwards each call to the
+//! labeler service its DID document names (`atproto-proxy: <bot DID>#atproto_labeler`, signed
+//! for the account), which is Ozone (`@atproto/ozone`, run beside the daemon): it signs the
+//! labels with the account's `#atproto_label` key and serves them to AppViews. So the daemon
+//! needs no second credential, and only ever labels as itself.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Bluesky, POST};
+use crate::model::{JobLabel, LabelValue};
+use crate::platform::PlatformError;
+
+/// One label as `queryLabels` serves it (what the daemon reads back of its own).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Served {
+    pub src: String,
+    pub uri: String,
+    #[serde(default)]
+    pub cid: Option<String>,
+    pub val: String,
+    #[serde(default)]
+    pub neg: bool,
+    #[serde(default)]
+    pub exp: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct QueryLabels {
+    #[serde(default)]
+    labels: Vec<Served>,
+}
+
+/// The declaration as read back (`getRecord`).
+#[derive(Deserialize)]
+struct Declared {
+    value: serde_json::Value,
+}
+
+impl Bluesky {
+    fn labeler_proxy(&self) -> String {
+        format!("{}#atproto_labeler", self.bot.did)
+    }
+
+    /// The CID of the post at `uri` as the bot reads it now (what a label is put on).
+    pub async fn cid_of(&self, uri: &str) -> Result<String, PlatformError> {
+        Ok(self.strong_ref(uri).await?.cid)
+    }
+
+    /// Emits one label event: `create` and `negate` on the post (`modEventLabel`), with the
+    /// expiry as `durationInHours`. Only posts: any other URI is refused.
+    pub async fn emit_label(&self, label: &JobLabel) -> Result<(), PlatformError> {
+        if !label.uri.starts_with("at://") || !label.uri.contains(&format!("/{POST}/")) {
+            return Err(PlatformError::Fatal(format!("{} is not a post", label.uri)));
+        }
+        let vals = |v: &[LabelValue]| v.iter().map(|v| v.as_str()).collect::<Vec<_>>();
+        let mut event = json!({
+            "$type": "tools.ozone.moderation.defs#modEventLabel",
+            "createLabelVals": vals(&label.create),
+            "negateLabelVals": vals(&label.negate),
+            "comment": "musebot: the verdict of its fact-check",
+        });
+        if let Some(exp) = label.expires {
+            let hours = (exp - chrono::Utc::now()).num_hours().max(1);
+            event["durationInHours"] = json!(hours);
+        }
+        let body = json!({
+            "event": event,
+            "subject": { "$type": "com.atproto.repo.strongRef", "uri": label.uri, "cid": label.cid },
+            "createdBy": self.bot.did,
+        });
+        let _: serde_json::Value = self
+            .xrpc
+            .procedure_via(
+                "emitEvent",
+                "tools.ozone.moderation.emitEvent",
+                &body,
+                &self.labeler_proxy(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The bot's own labels on `uri`, as its labeler serves them (negations included: the
+    /// latest state of each value is the one with `neg` as served).
+    pub async fn labels_on(&self, uri: &str) -> Result<Vec<Served>, PlatformError> {
+        let q: QueryLabels = self
+            .xrpc
+            .query_via(
+                "queryLabels",
+                "com.atproto.label.queryLabels",
+                &[("uriPatterns", uri.to_string()), ("sources", self.bot.did.clone())],
+                &self.labeler_proxy(),
+            )
+            .await?;
+        Ok(q.labels
+            .into_iter()
+            .filter(|l| l.src == self.bot.did && l.uri == uri)
+            .collect())
+    }
+
+    /// The declaration record in the bot's repo, if any.
+    pub async fn declaration(&self) -> Result<Option<serde_json::Value>, PlatformError> {
+        let params = [
+            ("repo", self.bot.did.clone()),
+            ("collection", "app.bsky.labeler.service".to_string()),
+            ("rkey", "self".to_string()),
+        ];
+        match self
+            .xrpc
+            .query::<Declared>("getRecord", "com.atproto.repo.getRecord", &params)
+            .await
+        {
+            Ok(d) => Ok(Some(d.value)),
+            Err(e) if e.name() == Some("RecordNotFound") => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Writes the declaration record (rkey `self`).
+    pub async fn declare(&self, record: &serde_json::Value) -> Result<(), PlatformError> {
+        let body = json!({
+            "repo": self.bot.did,
+            "collection": "app.bsky.labeler.service",
+            "rkey": "self",
+            "record": record,
+        });
+        let _: serde_json::Value = self
+            .xrpc
+            .procedure("putRecord", "com.atproto.repo.putRecord", &body, 2)
+            .await?;
+        Ok(())
+    }
+
+    /// The account's DID document's labeler entries: the `#atproto_labeler` service endpoint
+    /// and the `#atproto_label` key (as `did:key`), each if declared.
+    pub async fn labeler_entries(&self) -> Result<(Option<String>, Option<String>), PlatformError> {
+        #[derive(Deserialize)]
+        struct Resolved {
+            #[serde(rename = "didDoc", default)]
+            did_doc: serde_json::Value,
+        }
+        // `getSession` carries the account's DID document as its PDS resolves it.
+        let r: Resolved = self
+            .xrpc
+            .query("getSession", "com.atproto.server.getSession", &[])
+            .await?;
+        Ok(entries(&self.bot.did, &r.did_doc))
+    }
+}
+
+/// The bot's values in force among served labels: a value counts when its latest label (by
+/// the order served, which is the labeler's) is not a negation and has not expired.
+pub fn in_force(served: &[Served]) -> Vec<LabelValue> {
+    let now = chrono::Utc::now();
+    let mut on: Vec<LabelValue> = Vec::new();
+    for l in served {
+        let Some(v) = LabelValue::parse(&l.val) else { continue };
+        let expired = l
+            .exp
+            .as_deref()
+            .and_then(|e| chrono::DateTime::parse_from_rfc3339(e).ok())
+            .is_some_and(|e| e < now);
+        on.retain(|x| *x != v);
+        if !l.neg && !expired {
+            on.push(v);
+        }
+    }
+    on
+}
+
+/// The labeler endpoint and label key in a DID document (ids written `#x` or `<did>#x`).
+pub fn entries(did: &str, doc: &serde_json::Value) -> (Option<String>, Option<String>) {
+    let is =
+        |id: Option<&str>, name: &str| id.is_some_and(|id| id == format!("#{name}") || id == format!("{did}#{name}"));
+    let endpoint = doc["service"].as_array().into_iter().flatten().find_map(|s| {
+        is(s["id"].as_str(), "atproto_labeler").then(|| s["serviceEndpoint"].as_str().map(str::to_string))?
+    });
+    let key = doc["verificationMethod"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|m| {
+            is(m["id"].as_str(), "atproto_label")
+                .then(|| m["publicKeyMultibase"].as_str().map(|k| format!("did:key:{k}")))?
+        });
+    (endpoint, key)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_did_documents_labeler_entries_are_found_by_either_id_form() {
+        let doc = serde_json::json!({
+            "id": "did:plc:abc",
+            "verificationMethod": [
+                {"id": "did:plc:abc#atproto", "type": "Multikey", "controller": "did:plc:abc", "publicKeyMultibase": "zQ3shA"},
+                {"id": "#atproto_label", "type": "Multikey", "controller": "did:plc:abc", "publicKeyMultibase": "zQ3shB"}
+            ],
+            "service": [
+                {"id": "#atproto_pds", "type": "AtprotoPersonalDataServer", "serviceEndpoint": "https://pds.example"},
+                {"id": "did:plc:abc#atproto_labeler", "type": "AtprotoLabeler", "serviceEndpoint": "https://ozone.example"}
+            ]
+        });
+        let (endpoint, key) = super::entries("did:plc:abc", &doc);
+        assert_eq!(endpoint.as_deref(), Some("https://ozone.example"));
+        assert_eq!(key.as_deref(), Some("did:key:zQ3shB"));
+        let (e, k) = super::entries("did:plc:other", &doc);
+        assert_eq!(e, None, "another DID's absolute ids do not count");
+        assert_eq!(
+            k.as_deref(),
+            Some("did:key:zQ3shB"),
+            "a relative id is the document's own"
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! Labels in-process (issue 31): the labeler's channels and confidence on the stage machine,
+//! the label stage's intent and resume (emitted once across a crash either side of the
+//! call), a changed verdict moving the label, and a withdrawal negating it — on the scripted
+//! platform, which records every label event.
+
+use std::sync::{Arc, Mutex};
+
+use super::tests::{bench, mention, watched_hit, Bench, VERDICT};
+use super::tests_living::{command, kept, rechecks, scheduler};
+use super::*;
+use crate::config::{Channel, Confidence, LabelerConfig};
+use crate::model::{Command, LabelValue, RecheckWhy};
+use crate::platform::double::Call;
+use crate::test_llm::Script;
+
+const UNSURE: &str = "This post cannot be verified. No report I know of says whether the Moon is made of cheese.";
+const RIGHT: &str = "This post is accurate. The Moon is made of rock and dust, as every sample since 1969 shows.";
+
+fn labeler(mentions: Channel) -> LabelerConfig {
+    LabelerConfig {
+        enabled: true,
+        mentions,
+        hashtags: Channel::Label,
+        flags: Channel::Both,
+        // The baseline pipeline drafts without evidence: nothing here is "verified".
+        min_confidence: Confidence::Drafted,
+        expiry_days: 0,
+    }
+}
+
+async fn labelling(answer: &str, mentions: Channel) -> (Bench, Arc<Mutex<String>>) {
+    let now = Arc::new(Mutex::new(answer.to_string()));
+    let a = now.clone();
+    let mut b = bench(Script::routed(move |_| a.lock().unwrap().clone())).await;
+    b.worker.labeler = labeler(mentions);
+    (b, now)
+}
+
+fn labels(b: &Bench) -> Vec<crate::model::JobLabel> {
+    b.double.labels.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_label_only_verdict_is_put_on_the_checked_post_and_nothing_is_posted() {
+    let (b, _) = labelling(VERDICT, Channel::Label).await;
+    let id = b.add(mention("1"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(b.double.texts().is_empty(), "{:?}", b.double.texts());
+    let l = labels(&b);
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0].uri, "100", "the checked post, not the asking one");
+    assert_eq!(l[0].create, [LabelValue::False]);
+    assert!(l[0].negate.is_empty());
+    assert!(job.trace.iter().any(|r| r.stage == Stage::Label));
+    assert_eq!(
+        kept(&b, &id).label.map(|l| l.0),
+        Some(LabelValue::False),
+        "kept for its re-checks"
+    );
+}
+
+#[tokio::test]
+async fn both_labels_and_replies_with_the_same_verdict() {
+    let (b, _) = labelling(VERDICT, Channel::Both).await;
+    let id = b.add(mention("1"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(!job.posted.is_empty());
+    assert!(b.double.texts()[0].contains("false"), "{:?}", b.double.texts());
+    assert_eq!(labels(&b).len(), 1);
+    assert_eq!(labels(&b)[0].create, [LabelValue::False]);
+    // The reply channel alone labels nothing.
+    let (b, _) = labelling(VERDICT, Channel::Reply).await;
+    let job = b.run(&b.add(mention("2"))).await;
+    assert_eq!(job.status, Status::Done);
+    assert!(labels(&b).is_empty());
+    assert!(!b.double.texts().is_empty());
+}
+
+#[tokio::test]
+async fn no_label_without_a_sure_verdict_but_an_asker_is_still_answered() {
+    // "Could not verify" has no label: the mention gets its reply anyway.
+    let (b, _) = labelling(UNSURE, Channel::Label).await;
+    let job = b.run(&b.add(mention("1"))).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(labels(&b).is_empty());
+    assert!(!b.double.texts().is_empty());
+    // A verdict below the minimum confidence: the same.
+    let (mut b, _) = labelling(VERDICT, Channel::Label).await;
+    b.worker.labeler.min_confidence = Confidence::FactCheck;
+    let job = b.run(&b.add(mention("2"))).await;
+    assert_eq!(job.status, Status::Done);
+    assert!(labels(&b).is_empty());
+    assert!(b.double.texts()[0].contains("false"));
+    // A watched tag's post labelled only: with a verdict, a label and no reply …
+    let (b, _) = labelling(VERDICT, Channel::Reply).await;
+    let job = b.run(&b.add(watched_hit(&b, "h1"))).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert_eq!(labels(&b).len(), 1);
+    assert!(b.double.texts().is_empty());
+    // … and below the minimum, nothing at all (nobody asked).
+    let (mut b, _) = labelling(VERDICT, Channel::Reply).await;
+    b.worker.labeler.min_confidence = Confidence::Verified;
+    let job = b.run(&b.add(watched_hit(&b, "h2"))).await;
+    assert!(
+        matches!(job.status, Status::Skipped(SkipReason::Policy(_))),
+        "{:?}",
+        job.status
+    );
+    assert!(labels(&b).is_empty() && b.double.texts().is_empty());
+}
+
+#[tokio::test]
+async fn a_label_is_emitted_once_across_a_stop_on_either_side_of_the_call() {
+    // The call fails (never reached the labeler): the retry emits it, once.
+    let (b, _) = labelling(VERDICT, Channel::Label).await;
+    b.double.fail(
+        Call::Label,
+        crate::platform::PlatformError::Transient("labeler down".into()),
+    );
+    let id = b.add(mention("1"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Pending);
+    assert!(
+        job.label.as_ref().unwrap().asked_at.is_some(),
+        "the intent was saved first"
+    );
+    assert!(labels(&b).is_empty());
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert_eq!(labels(&b).len(), 1);
+
+    // The call reached the labeler, the stop came before its record: not emitted again.
+    let (b, _) = labelling(VERDICT, Channel::Label).await;
+    let id = b.add(mention("2"));
+    let mut job = b.run(&id).await;
+    assert_eq!(labels(&b).len(), 1);
+    job.label.as_mut().unwrap().sent_at = None;
+    job.status = Status::Pending;
+    b.worker.store.save(&job).unwrap();
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert_eq!(labels(&b).len(), 1, "the labeler already served it");
+}
+
+#[tokio::test]
+async fn a_changed_verdict_moves_the_label_and_a_withdrawal_negates_it() {
+    let (mut b, answer) = labelling(VERDICT, Channel::Label).await;
+    let mut config = crate::config::ModerationConfig::default();
+    config.mastodon_moderators = vec!["mod".into()];
+    b.worker.moderation = crate::moderation::Moderation::new(config, b.worker.store.clone());
+    let id = b.add(mention("1"));
+    assert_eq!(b.run(&id).await.status, Status::Done);
+
+    // The facts change: a re-check moves the label in one event, and posts nothing.
+    *answer.lock().unwrap() = RIGHT.into();
+    let mut k = kept(&b, &id);
+    assert!(crate::living::recheck_now(
+        &b.worker.store,
+        &b.worker.living,
+        &mut k,
+        RecheckWhy::Asked("mod".into())
+    )
+    .unwrap());
+    assert_eq!(scheduler(&b).tick(chrono::Utc::now()).unwrap(), 1);
+    let r = rechecks(&b);
+    let done = b.run(&r[0]).await;
+    assert_eq!(done.status, Status::Done, "{:?}", done.last_error);
+    let l = labels(&b);
+    assert_eq!(l.len(), 2);
+    assert_eq!(
+        (l[1].create.as_slice(), l[1].negate.as_slice()),
+        ([LabelValue::Accurate].as_slice(), [LabelValue::False].as_slice())
+    );
+    assert!(b.double.texts().is_empty(), "{:?}", b.double.texts());
+    let k = kept(&b, &id);
+    assert_eq!(k.label.as_ref().map(|l| l.0), Some(LabelValue::Accurate));
+    assert_eq!(k.verdict, Some(crate::model::Verdict::Accurate));
+    assert_eq!(b.double.labels_on("100"), [LabelValue::Accurate]);
+
+    // The same verdict again: nothing moves.
+    let mut k = kept(&b, &id);
+    assert!(crate::living::recheck_now(
+        &b.worker.store,
+        &b.worker.living,
+        &mut k,
+        RecheckWhy::Asked("mod".into())
+    )
+    .unwrap());
+    assert_eq!(scheduler(&b).tick(chrono::Utc::now()).unwrap(), 1);
+    let r2: Vec<String> = rechecks(&b).into_iter().filter(|x| !r.contains(x)).collect();
+    let done = b.run(&r2[0]).await;
+    assert!(
+        matches!(done.status, Status::Skipped(SkipReason::Unchanged(_))),
+        "{:?}",
+        done.status
+    );
+    assert_eq!(labels(&b).len(), 2);
+
+    // A moderator withdraws the answer (under the checked post): the label is negated.
+    let w = command(&b, "9", "mod", Command::Withdraw("wrong post".into()), "100");
+    let done = b.run(&w).await;
+    assert_eq!(done.status, Status::Done, "{:?}", done.last_error);
+    let l = labels(&b);
+    assert_eq!(l.len(), 3);
+    assert_eq!(l[2].negate, [LabelValue::Accurate]);
+    assert!(l[2].create.is_empty());
+    assert!(b.double.labels_on("100").is_empty());
+    assert_eq!(kept(&b, &id).label, None);
+}
