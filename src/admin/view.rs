@@ -80,6 +80,11 @@ pub fn dashboard(m: &Moderation, recent: usize) -> Result<Value, StoreError> {
                 .as_ref()
                 .map(|r| r.since.format("%Y-%m-%d %H:%M:%S UTC").to_string()));
             row["parts"] = json!(j.plan.as_ref().map(|p| p.parts.clone()).unwrap_or_default());
+            // Labeler mode: the label the approval would emit (held like a reply).
+            row["label"] = json!(j.label.as_ref().map(|l| {
+                let create: Vec<&str> = l.create.iter().map(|v| v.as_str()).collect();
+                create.join(", ")
+            }));
             row
         })
         .collect();
@@ -94,6 +99,7 @@ pub fn dashboard(m: &Moderation, recent: usize) -> Result<Value, StoreError> {
                 "replies_per_day": w.policy.replies_per_day,
                 "author_window_hours": w.policy.author_window_hours,
                 "max_age_hours": w.policy.max_age_hours,
+                "channel": w.channel.map_or("default", |c| c.as_str()),
             })
         })
         .collect();
@@ -118,6 +124,7 @@ pub fn dashboard(m: &Moderation, recent: usize) -> Result<Value, StoreError> {
                 "until": at(k.until),
                 "gone": k.gone.as_deref().map(excerpt),
                 "first_url": k.first_url,
+                "label": k.label.as_ref().map(|l| l.0.as_str()),
             })
         })
         .collect();

@@ -24,24 +24,7 @@ pub struct LabelerConfig {
     pub expiry_days: u32,
 }
 
-/// Where a verdict goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Channel {
-    Reply,
-    Label,
-    Both,
-}
-
-impl Channel {
-    pub fn labels(self) -> bool {
-        matches!(self, Channel::Label | Channel::Both)
-    }
-
-    pub fn replies(self) -> bool {
-        matches!(self, Channel::Reply | Channel::Both)
-    }
-}
+pub use crate::model::Channel;
 
 /// How a verdict was reached, weakest first (ordered: `min_confidence` compares).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

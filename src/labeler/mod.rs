@@ -22,10 +22,10 @@ pub struct Decision {
 
 /// The channel a job's trigger is routed by (commands and re-checks are not labelled here: a
 /// re-check changes the label its answer put on, `worker/recheck.rs`).
-fn channel(config: &LabelerConfig, cause: &Cause) -> Channel {
+fn channel(config: &LabelerConfig, cause: &Cause, tag: Option<Channel>) -> Channel {
     match cause {
         Cause::Mention => config.mentions,
-        Cause::HashtagHit { .. } => config.hashtags,
+        Cause::HashtagHit { .. } => tag.unwrap_or(config.hashtags),
         Cause::ModeratorFlag { .. } => config.flags,
         Cause::Command { .. } | Cause::Recheck { .. } => Channel::Reply,
     }
@@ -62,7 +62,8 @@ pub fn value(config: &LabelerConfig, job: &Job) -> Option<LabelValue> {
 /// channel labels, a value sure enough) and whether it still replies — always when its
 /// channel replies; with the `label` channel only when no label can be put on and someone
 /// asked (a mention is answered either way; a hashtag hit or a flag with no label posts nothing).
-pub fn decide(config: &LabelerConfig, job: &Job, has_labels: bool) -> Decision {
+/// `tag`: the watched tag's own channel (`watch #tag label`), when a moderator set one.
+pub fn decide(config: &LabelerConfig, job: &Job, has_labels: bool, tag: Option<Channel>) -> Decision {
     let reply_only = Decision {
         label: None,
         reply: true,
@@ -70,7 +71,7 @@ pub fn decide(config: &LabelerConfig, job: &Job, has_labels: bool) -> Decision {
     if !config.enabled || !has_labels {
         return reply_only;
     }
-    let channel = channel(config, &job.trigger.cause);
+    let channel = channel(config, &job.trigger.cause, tag);
     if !channel.labels() {
         return reply_only;
     }

@@ -39,7 +39,7 @@ fn each_trigger_follows_its_channel_and_only_a_labelling_platform_labels() {
     let hit = Cause::HashtagHit { tag: "moon".into() };
     let false_mention = job(Cause::Mention, Some(Verdict::Inaccurate), Outcome::Reply, &[]);
     // Defaults: mentions both, tags label only.
-    let d = decide(&c, &false_mention, true);
+    let d = decide(&c, &false_mention, true, None);
     assert!(d.reply);
     assert_eq!(d.label.as_ref().unwrap().create, [LabelValue::False]);
     assert_eq!(
@@ -50,12 +50,28 @@ fn each_trigger_follows_its_channel_and_only_a_labelling_platform_labels() {
         &c,
         &job(hit.clone(), Some(Verdict::Misleading), Outcome::Reply, &[]),
         true,
+        None,
     );
     assert!(!d.reply);
     assert_eq!(d.label.unwrap().create, [LabelValue::Misleading]);
+    // A moderator's channel for the tag wins over the default.
+    let tagged = job(
+        Cause::HashtagHit { tag: "moon".into() },
+        Some(Verdict::Misleading),
+        Outcome::Reply,
+        &[],
+    );
+    assert_eq!(
+        decide(&c, &tagged, true, Some(Channel::Reply)),
+        Decision {
+            label: None,
+            reply: true
+        }
+    );
+    assert!(decide(&c, &tagged, true, Some(Channel::Both)).reply);
     // Mastodon (no labels), or the labeler off: a reply, as before.
     assert_eq!(
-        decide(&c, &false_mention, false),
+        decide(&c, &false_mention, false, None),
         Decision {
             label: None,
             reply: true
@@ -63,7 +79,7 @@ fn each_trigger_follows_its_channel_and_only_a_labelling_platform_labels() {
     );
     let off = LabelerConfig::default();
     assert_eq!(
-        decide(&off, &false_mention, true),
+        decide(&off, &false_mention, true, None),
         Decision {
             label: None,
             reply: true
@@ -71,7 +87,7 @@ fn each_trigger_follows_its_channel_and_only_a_labelling_platform_labels() {
     );
     // Commands and notices are never labels.
     let notice = job(Cause::Mention, None, Outcome::NotPublic, &[]);
-    assert_eq!(decide(&c, &notice, true).label, None);
+    assert_eq!(decide(&c, &notice, true, None).label, None);
     let cmd = job(
         Cause::Command {
             command: crate::model::Command::Status,
@@ -81,14 +97,19 @@ fn each_trigger_follows_its_channel_and_only_a_labelling_platform_labels() {
         &[],
     );
     assert_eq!(
-        decide(&c, &cmd, true),
+        decide(&c, &cmd, true, None),
         Decision {
             label: None,
             reply: true
         }
     );
     // A tag's post with no label (unverifiable) posts nothing; a mention is answered.
-    let d = decide(&c, &job(hit, Some(Verdict::Unverifiable), Outcome::Reply, &[]), true);
+    let d = decide(
+        &c,
+        &job(hit, Some(Verdict::Unverifiable), Outcome::Reply, &[]),
+        true,
+        None,
+    );
     assert_eq!(
         d,
         Decision {
@@ -104,6 +125,7 @@ fn each_trigger_follows_its_channel_and_only_a_labelling_platform_labels() {
         &label_only,
         &job(Cause::Mention, Some(Verdict::Unverifiable), Outcome::Reply, &[]),
         true,
+        None,
     );
     assert_eq!(
         d,

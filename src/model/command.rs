@@ -1,6 +1,7 @@
 //! What a mention can ask of the bot besides a check: a moderator's command (`watch #tag`,
 //! `unwatch #tag`, `check <post URL>`, `pause`, `resume`, `status`, `approve <id>`,
-//! `reject <id>`, `withdraw[: reason]` under the bot's answer), the asker's or a moderator's
+//! `reject <id>`, `withdraw[: reason]`, `label` and `unlabel` under the bot's answer, `watch
+//! #tag label|reply|both`), the asker's or a moderator's
 //! `recheck` (under the answer or the checked post), or anyone's opt-out (`stop`) and opt-in
 //! (`start`). Parsed from the mention's
 //! plain text: the leading `@handles` are dropped and what is left must be exactly one command
@@ -33,6 +34,14 @@ pub enum Command {
     Recheck,
     /// Delete the bot's answer (a moderator; in reply to it), with the moderator's reason.
     Withdraw(String),
+    /// Watch a hashtag (as `Watch`) and say where its verdicts go in labeler mode
+    /// (`watch #tag label`, `… reply`, `… both`).
+    WatchAs(String, super::label::Channel),
+    /// Put the answer's verdict on the checked post as the bot's label (a moderator; in reply
+    /// to the answer or the post), whatever the policy said.
+    Label,
+    /// Negate the bot's label on the checked post, keeping any reply (a moderator).
+    Unlabel,
     /// A moderator's mention that starts with a command word but does not parse
     /// (`watch #a #b`, `approve` without an id): answered with how to write it.
     Unclear(String),
@@ -53,6 +62,9 @@ impl Command {
             Command::Start => "start",
             Command::Recheck => "recheck",
             Command::Withdraw(_) => "withdraw",
+            Command::WatchAs(..) => "watch",
+            Command::Label => "label",
+            Command::Unlabel => "unlabel",
             Command::Unclear(_) => "unclear",
         }
     }
@@ -75,6 +87,9 @@ impl Command {
         let arg = words.get(1).copied();
         let command = match (verb.as_str(), arg, words.len()) {
             ("watch", Some(a), 2) => Command::Watch(tag(a)?),
+            ("watch", Some(a), 3) => Command::WatchAs(tag(a)?, super::label::Channel::parse(words[2])?),
+            ("label", None, 1) => Command::Label,
+            ("unlabel", None, 1) => Command::Unlabel,
             ("unwatch", Some(a), 2) => Command::Unwatch(tag(a)?),
             ("check", Some(a), 2) => Command::Check(address(a)?),
             ("pause", None, 1) => Command::Pause,
@@ -103,9 +118,11 @@ pub fn attempted(text: &str) -> Option<&'static str> {
         .find(|w| !w.starts_with('@'))?
         .trim_end_matches(['.', '!', '?', ',', ';', ':'])
         .to_lowercase();
-    ["watch", "unwatch", "pause", "resume", "status", "approve", "reject"]
-        .into_iter()
-        .find(|v| *v == word)
+    [
+        "watch", "unwatch", "pause", "resume", "status", "approve", "reject", "unlabel",
+    ]
+    .into_iter()
+    .find(|v| *v == word)
 }
 
 fn verb_ends_with_colon(text: &str) -> bool {
@@ -197,6 +214,17 @@ mod tests {
             Command::parse("@musebot Withdraw: wrong post, sorry"),
             Some(Command::Withdraw("wrong post, sorry".into()))
         );
+        assert_eq!(
+            Command::parse("@musebot watch #Moon LABEL"),
+            Some(Command::WatchAs("moon".into(), crate::model::Channel::Label))
+        );
+        assert_eq!(
+            Command::parse("@musebot watch #moon both."),
+            Some(Command::WatchAs("moon".into(), crate::model::Channel::Both))
+        );
+        assert_eq!(Command::parse("@musebot label"), Some(Command::Label));
+        assert_eq!(Command::parse("@musebot Unlabel."), Some(Command::Unlabel));
+        assert!(Command::Label.for_moderators() && Command::Unlabel.for_moderators());
         assert!(!Command::Recheck.for_moderators());
         assert!(Command::Withdraw(String::new()).for_moderators());
         // The Bluesky app writes links without their scheme in the text.
@@ -218,6 +246,8 @@ mod tests {
             "@musebot status?? of the vaccine",
             "@musebot withdraw from NATO would cost nothing?",
             "@musebot recheck this one",
+            "@musebot label this as false",
+            "@musebot watch #moon sometimes",
             "stop @musebot is wrong",
             "@musebot",
             "",

@@ -8,6 +8,43 @@ use serde::{Deserialize, Serialize};
 
 use super::verdict::Verdict;
 
+/// Where a verdict goes (labeler mode): a reply, a label, or both — per trigger in
+/// `[bluesky.labeler]`, per watched tag by a moderator's `watch #tag label`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    Reply,
+    Label,
+    Both,
+}
+
+impl Channel {
+    pub fn labels(self) -> bool {
+        matches!(self, Channel::Label | Channel::Both)
+    }
+
+    pub fn replies(self) -> bool {
+        matches!(self, Channel::Reply | Channel::Both)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Reply => "reply",
+            Channel::Label => "label",
+            Channel::Both => "both",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Channel> {
+        match word.to_lowercase().as_str() {
+            "reply" | "replies" => Some(Channel::Reply),
+            "label" | "labels" => Some(Channel::Label),
+            "both" => Some(Channel::Both),
+            _ => None,
+        }
+    }
+}
+
 /// One label value the bot's labeler declares. Closed: the declaration, the locale keys and
 /// the mapping from verdicts name each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

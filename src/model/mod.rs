@@ -27,7 +27,7 @@ pub use debate::{Debate, DebateEnd, Support, Turn};
 pub use factcheck::{ClaimMatch, ClaimReview, RatingHint, ReviewSource};
 pub use ids::id_less;
 pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
-pub use label::{JobLabel, LabelValue};
+pub use label::{Channel, JobLabel, LabelValue};
 pub use legacy::{decode_job, DecodeError};
 pub use living::{ClaimVector, Kept, Recalled, RecheckWhy, UpdateRecord};
 pub use moderation::{OptOut, Spend, TagPolicy, TagWatch};

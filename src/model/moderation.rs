@@ -38,6 +38,10 @@ pub struct TagWatch {
     /// Who asked, and when: posts from before this moment are not answered.
     pub by: String,
     pub since: DateTime<Utc>,
+    /// Where its posts' verdicts go in labeler mode (`watch #tag label`); `None`: as
+    /// `[bluesky.labeler] hashtags` says.
+    #[serde(default)]
+    pub channel: Option<super::label::Channel>,
 }
 
 /// A user who asked the bot to leave them alone (`stop`), until they say `start`.

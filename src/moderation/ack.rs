@@ -155,3 +155,34 @@ pub fn no_answer_here(lang: &str) -> String {
 pub fn withdrawn(lang: &str, parts: usize) -> String {
     say(lang, "ack_withdrawn", context! { parts })
 }
+
+/// Where a watched tag's verdicts go (labeler mode), after the watch's own acknowledgement.
+pub fn channel(lang: &str, channel: crate::model::Channel) -> String {
+    let key = match channel {
+        crate::model::Channel::Label => "ack_channel_label",
+        crate::model::Channel::Reply => "ack_channel_reply",
+        crate::model::Channel::Both => "ack_channel_both",
+    };
+    say(lang, key, ())
+}
+
+/// `label`: the post carries the bot's label now (its value, as declared).
+pub fn labelled(lang: &str, value: crate::model::LabelValue) -> String {
+    let name = say(lang, &format!("{}_name", value.key()), ());
+    say(lang, "ack_labelled", context! { value => name })
+}
+
+/// `unlabel`: negated (`true`), or there was no label of the bot's.
+pub fn unlabelled(lang: &str, was: bool) -> String {
+    say(lang, if was { "ack_unlabelled" } else { "ack_no_label" }, ())
+}
+
+/// `label` on an answer whose verdict has no label ("could not verify").
+pub fn label_none(lang: &str) -> String {
+    say(lang, "ack_label_none", ())
+}
+
+/// `label`/`unlabel` where labels are off (Mastodon, or the labeler not enabled).
+pub fn labels_off(lang: &str) -> String {
+    say(lang, "ack_labels_off", ())
+}

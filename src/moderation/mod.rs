@@ -387,8 +387,17 @@ impl Moderation {
                     policy: self.config.tag_policy.clone(),
                     by: by.to_string(),
                     since: Utc::now(),
+                    channel: None,
                 })?;
                 ack::watch(lang, tag, new, &self.policy_of(platform, tag))
+            }
+            Command::WatchAs(tag, channel) => {
+                let watched = self.execute(platform, by, by_id, &Command::Watch(tag.clone()), lang)?;
+                if !self.store.watches(platform).iter().any(|w| &w.tag == tag) {
+                    return Ok(watched);
+                }
+                self.store.set_watch_channel(platform, tag, *channel)?;
+                format!("{watched} {}", ack::channel(lang, *channel))
             }
             Command::Unwatch(tag) => ack::unwatch(lang, tag, self.store.unwatch(platform, tag)?),
             Command::Pause => ack::pause(lang, self.store.set_paused(platform, true)?),
@@ -427,7 +436,9 @@ impl Moderation {
             }
             Command::Check(url) => ack::check(lang, url),
             // Carried out by the worker, which reaches the platform (`worker/recheck.rs`).
-            Command::Recheck | Command::Withdraw(_) => ack::usage(lang, command.as_str()),
+            Command::Recheck | Command::Withdraw(_) | Command::Label | Command::Unlabel => {
+                ack::usage(lang, command.as_str())
+            }
             Command::Unclear(verb) => ack::usage(lang, verb),
             Command::Approve(id) => self.decide(
                 platform,

@@ -54,6 +54,27 @@ impl Store {
         Ok(new)
     }
 
+    /// Sets where a watched tag's verdicts go (labeler mode); `false` when the tag is not
+    /// watched or already goes there.
+    pub fn set_watch_channel(
+        &self,
+        platform: PlatformKind,
+        tag: &str,
+        channel: crate::model::Channel,
+    ) -> Result<bool, StoreError> {
+        let Some(mut w) = self.watches(platform).into_iter().find(|w| w.tag == tag) else {
+            return Ok(false);
+        };
+        if w.channel == Some(channel) {
+            return Ok(false);
+        }
+        w.channel = Some(channel);
+        let key = format!("watch:{}:{}", platform.as_str(), tag);
+        self.moderation.insert(key.as_bytes(), encode(&w))?;
+        self.flush()?;
+        Ok(true)
+    }
+
     /// Stops a watch; `false` when the tag was not watched.
     pub fn unwatch(&self, platform: PlatformKind, tag: &str) -> Result<bool, StoreError> {
         let gone = self
@@ -207,6 +228,7 @@ mod tests {
                 policy: TagPolicy::default(),
                 by: "mod".into(),
                 since: chrono::Utc::now(),
+                channel: None,
             };
             assert!(s.watch(&w).unwrap());
             assert!(!s.watch(&w).unwrap(), "watching twice keeps the first");
@@ -247,6 +269,7 @@ mod tests {
             policy: Default::default(),
             by: "alice".into(),
             since: chrono::Utc::now(),
+            channel: None,
         };
         s.watch(&w).unwrap();
         let raw = s.moderation.scan_prefix("watch:").values().next().unwrap().unwrap();

@@ -473,7 +473,18 @@ impl Run<'_> {
         let mut parts = self.thread(job, self.platform.limits());
         // Labeler mode: the verdict as a label, and the reply unless the trigger's channel
         // says label only.
-        let decision = crate::labeler::decide(&self.worker.labeler, job, self.platform.has_labels());
+        let tag = match &job.trigger.cause {
+            crate::model::Cause::HashtagHit { tag } => self
+                .worker
+                .moderation
+                .store
+                .watches(job.trigger.platform)
+                .into_iter()
+                .find(|w| &w.tag == tag)
+                .and_then(|w| w.channel),
+            _ => None,
+        };
+        let decision = crate::labeler::decide(&self.worker.labeler, job, self.platform.has_labels(), tag);
         if !decision.reply {
             if decision.label.is_none() {
                 if is_hit(job) {

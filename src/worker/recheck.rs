@@ -14,7 +14,8 @@
 //!   in it (also after a crash between the last part and the job's save).
 //!
 //! And the commands that steer a kept answer: `recheck` (the asker or a moderator) and
-//! `withdraw` (a moderator: every part deleted, its label negated, the reason logged). In
+//! `withdraw` (a moderator: every part deleted, its label negated, the reason logged), and
+//! `label` / `unlabel` (a moderator: the answer's verdict put on as a label, or negated). In
 //! labeler mode a changed verdict also changes the label (old value negated, new created; a
 //! label-only answer's update is its label's, `label.rs`).
 
@@ -347,6 +348,77 @@ impl Run<'_> {
         Ok(Ok(crate::moderation::ack::withdrawn(lang, parts)))
     }
 
+    /// `label` / `unlabel` (a moderator, under the answer or the checked post): the answer's
+    /// verdict put on as the bot's label, whatever the policy said — or the bot's label
+    /// negated, any reply kept. Re-emitting is harmless (the labeler keeps one label per
+    /// value), so a crash here repeats at most one event.
+    pub(super) async fn label_command(
+        &self,
+        job: &Job,
+        put: bool,
+        lang: &str,
+    ) -> Result<Result<String, SkipReason>, StageError> {
+        let t = &job.trigger;
+        if !self
+            .worker
+            .moderation
+            .is_moderator(t.platform, &t.author.handle, t.author.id.as_deref())
+        {
+            return Ok(Err(SkipReason::NotModerator));
+        }
+        if !self.worker.labeler.enabled || !self.platform.has_labels() {
+            return Ok(Ok(crate::moderation::ack::labels_off(lang)));
+        }
+        let Some(mut kept) = self.kept_here(job)? else {
+            return Ok(Ok(crate::moderation::ack::no_answer_here(lang)));
+        };
+        if !put {
+            let Some((value, cid)) = kept.label.clone() else {
+                return Ok(Ok(crate::moderation::ack::unlabelled(lang, false)));
+            };
+            self.unlabel(&kept, value, cid).await?;
+            kept.label = None;
+            self.worker.store.save_kept(&kept)?;
+            return Ok(Ok(crate::moderation::ack::unlabelled(lang, true)));
+        }
+        let Some(value) = kept.verdict.and_then(LabelValue::of) else {
+            return Ok(Ok(crate::moderation::ack::label_none(lang)));
+        };
+        let cid = match &kept.label {
+            Some((_, cid)) => cid.clone(),
+            None => self.platform.cid_of(&kept.target_id).await.map_err(|e| match e {
+                PlatformError::RateLimited { until, message } => StageError::Parked { until, message },
+                PlatformError::Transient(e) => StageError::Transient(e),
+                other => StageError::Fatal(other.to_string()),
+            })?,
+        };
+        let old: Vec<LabelValue> = kept.label.iter().map(|l| l.0).filter(|v| *v != value).collect();
+        let event = JobLabel {
+            uri: kept.target_id.clone(),
+            cid: cid.clone(),
+            create: vec![value],
+            negate: old,
+            expires: crate::labeler::expiry(&self.worker.labeler, chrono::Utc::now()),
+            asked_at: None,
+            sent_at: None,
+        };
+        self.emit(&event).await?;
+        tracing::info!(uri = %kept.target_id, value = value.as_str(), moderator = %t.author.handle, "labelled by a moderator");
+        kept.label = Some((value, cid));
+        self.worker.store.save_kept(&kept)?;
+        Ok(Ok(crate::moderation::ack::labelled(lang, value)))
+    }
+
+    /// One label event outside the label stage (a command's).
+    async fn emit(&self, event: &JobLabel) -> Result<(), StageError> {
+        match self.platform.emit_label(event).await {
+            Ok(()) => Ok(()),
+            Err(PlatformError::RateLimited { until, message }) => Err(StageError::Parked { until, message }),
+            Err(PlatformError::Fatal(e)) => Err(StageError::Fatal(e)),
+            Err(e) => Err(StageError::Transient(e.to_string())),
+        }
+    }
+
     /// Negates the label a kept answer put on (a withdrawal; negating twice is harmless).
     async fn unlabel(&self, kept: &Kept, value: LabelValue, cid: String) -> Result<(), StageError> {
         let negation = JobLabel {
@@ -358,15 +430,9 @@ impl Run<'_> {
             asked_at: None,
             sent_at: None,
         };
-        match self.platform.emit_label(&negation).await {
-            Ok(()) => {
-                tracing::info!(uri = %kept.target_id, value = value.as_str(), "label negated");
-                Ok(())
-            }
-            Err(PlatformError::RateLimited { until, message }) => Err(StageError::Parked { until, message }),
-            Err(PlatformError::Fatal(e)) => Err(StageError::Fatal(e)),
-            Err(e) => Err(StageError::Transient(e.to_string())),
-        }
+        self.emit(&negation).await?;
+        tracing::info!(uri = %kept.target_id, value = value.as_str(), "label negated");
+        Ok(())
     }
 
     /// The kept answer a command was given under: the bot's part it replies to, else the

@@ -220,6 +220,13 @@ impl Run<'_> {
                 Ok(text) => (text, Vec::new()),
                 Err(reason) => return Ok(StageOutcome::Skip(reason)),
             },
+            Command::Label | Command::Unlabel => {
+                let put = matches!(command, Command::Label);
+                match self.label_command(job, put, lang).await? {
+                    Ok(text) => (text, Vec::new()),
+                    Err(reason) => return Ok(StageOutcome::Skip(reason)),
+                }
+            }
             other => (
                 self.worker
                     .moderation

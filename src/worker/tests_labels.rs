@@ -9,6 +9,7 @@ use super::tests::{bench, mention, watched_hit, Bench, VERDICT};
 use super::tests_living::{command, kept, rechecks, scheduler};
 use super::*;
 use crate::config::{Channel, Confidence, LabelerConfig};
+use crate::model::Visibility;
 use crate::model::{Command, LabelValue, RecheckWhy};
 use crate::platform::double::Call;
 use crate::test_llm::Script;
@@ -208,4 +209,89 @@ async fn a_changed_verdict_moves_the_label_and_a_withdrawal_negates_it() {
     assert!(l[2].create.is_empty());
     assert!(b.double.labels_on("100").is_empty());
     assert_eq!(kept(&b, &id).label, None);
+}
+
+#[tokio::test]
+async fn moderators_label_and_unlabel_an_answer_and_choose_a_tags_channel() {
+    let (mut b, _) = labelling(VERDICT, Channel::Reply).await;
+    let mut config = crate::config::ModerationConfig::default();
+    config.mastodon_moderators = vec!["mod".into()];
+    b.worker.moderation = crate::moderation::Moderation::new(config, b.worker.store.clone());
+    let id = b.add(mention("1"));
+    let first = b.run(&id).await;
+    assert_eq!(first.status, Status::Done);
+    assert!(labels(&b).is_empty(), "the reply channel labels nothing");
+
+    // Someone else's `label` is ignored; a moderator's puts the answer's verdict on.
+    let eve = command(&b, "2", "eve", Command::Label, &first.posted[0]);
+    assert_eq!(b.run(&eve).await.status, Status::Skipped(SkipReason::NotModerator));
+    assert!(labels(&b).is_empty());
+    let l = command(&b, "3", "mod", Command::Label, &first.posted[0]);
+    let done = b.run(&l).await;
+    assert_eq!(done.status, Status::Done, "{:?}", done.last_error);
+    assert_eq!(b.double.labels_on("100"), [LabelValue::False]);
+    assert!(
+        b.double.texts().last().unwrap().contains("Labelled"),
+        "{:?}",
+        b.double.texts()
+    );
+    assert_eq!(kept(&b, &id).label.map(|l| l.0), Some(LabelValue::False));
+
+    // `unlabel` negates it and keeps the reply; a second one says there is none.
+    let posted = b.double.texts().len();
+    let u = command(&b, "4", "mod", Command::Unlabel, "100");
+    assert_eq!(b.run(&u).await.status, Status::Done);
+    assert!(b.double.labels_on("100").is_empty());
+    assert!(b.double.deleted.lock().unwrap().is_empty(), "the reply stays");
+    assert_eq!(b.double.texts().len(), posted + 1, "one acknowledgement");
+    let u2 = command(&b, "5", "mod", Command::Unlabel, "100");
+    assert_eq!(b.run(&u2).await.status, Status::Done);
+    assert!(
+        b.double.texts().last().unwrap().contains("no label"),
+        "{:?}",
+        b.double.texts().last()
+    );
+    assert_eq!(labels(&b).len(), 2);
+
+    // `watch #moon label`: that tag's posts are labelled only, whatever the default.
+    b.worker.labeler.hashtags = Channel::Reply;
+    let w = command(&b, "6", "mod", Command::WatchAs("moon".into(), Channel::Label), "100");
+    assert_eq!(b.run(&w).await.status, Status::Done);
+    assert!(
+        b.double.texts().last().unwrap().contains("labels"),
+        "{:?}",
+        b.double.texts().last()
+    );
+    let before = b.double.texts().len();
+    b.double.add_post(crate::model::Post::text_only(
+        "200",
+        "dave",
+        "The Moon is made of cheese, truly.",
+        chrono::Utc::now(),
+        Visibility::Public,
+    ));
+    let mut hit = watched_hit(&b, "h1");
+    hit.status_id = "200".into();
+    let job = b.run(&b.add(hit)).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert_eq!(b.double.labels_on("200"), [LabelValue::False]);
+    assert_eq!(b.double.texts().len(), before, "no reply on a label-only tag");
+}
+
+#[tokio::test]
+async fn label_commands_where_labels_are_off_say_so() {
+    let (mut b, _) = labelling(VERDICT, Channel::Reply).await;
+    b.worker.labeler.enabled = false;
+    let mut config = crate::config::ModerationConfig::default();
+    config.mastodon_moderators = vec!["mod".into()];
+    b.worker.moderation = crate::moderation::Moderation::new(config, b.worker.store.clone());
+    let first = b.run(&b.add(mention("1"))).await;
+    let l = command(&b, "2", "mod", Command::Label, &first.posted[0]);
+    assert_eq!(b.run(&l).await.status, Status::Done);
+    assert!(
+        b.double.texts().last().unwrap().contains("Labels are off"),
+        "{:?}",
+        b.double.texts().last()
+    );
+    assert!(labels(&b).is_empty());
 }

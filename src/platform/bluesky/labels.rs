@@ -176,13 +176,20 @@ pub fn entries(did: &str, doc: &serde_json::Value) -> (Option<String>, Option<St
     let endpoint = doc["service"].as_array().into_iter().flatten().find_map(|s| {
         is(s["id"].as_str(), "atproto_labeler").then(|| s["serviceEndpoint"].as_str().map(str::to_string))?
     });
+    // A `Multikey` is written as its did:key; the PLC directory's legacy form
+    // (`EcdsaSecp256k1VerificationKey2019`, the raw key) as the key and its type.
     let key = doc["verificationMethod"]
         .as_array()
         .into_iter()
         .flatten()
         .find_map(|m| {
-            is(m["id"].as_str(), "atproto_label")
-                .then(|| m["publicKeyMultibase"].as_str().map(|k| format!("did:key:{k}")))?
+            is(m["id"].as_str(), "atproto_label").then(|| {
+                let k = m["publicKeyMultibase"].as_str()?;
+                Some(match m["type"].as_str() {
+                    Some("Multikey") | None => format!("did:key:{k}"),
+                    Some(other) => format!("{k} ({other})"),
+                })
+            })?
         });
     (endpoint, key)
 }
@@ -212,5 +219,8 @@ mod tests {
             Some("did:key:zQ3shB"),
             "a relative id is the document's own"
         );
+        let legacy = serde_json::json!({"verificationMethod": [{"id": "#atproto_label", "type": "EcdsaSecp256k1VerificationKey2019", "publicKeyMultibase": "zQtRW"}]});
+        let (_, k) = super::entries("did:plc:old", &legacy);
+        assert_eq!(k.as_deref(), Some("zQtRW (EcdsaSecp256k1VerificationKey2019)"));
     }
 }
