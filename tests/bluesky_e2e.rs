@@ -52,6 +52,19 @@ async fn start_bot_at(
     extra: &str,
 ) -> Bot {
     let user = net.account("musebot").await;
+    start_bot_as(net, service, user, script, mastodon, extra).await
+}
+
+/// A daemon serving the account `user` (see [`start_bot_at`]).
+async fn start_bot_as(
+    net: &'static Network,
+    service: &str,
+    user: User,
+    script: Script,
+    mastodon: Option<&str>,
+    extra: &str,
+) -> Bot {
+    let _ = net;
     let llm = ScriptedLlm::start(script).await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -999,4 +1012,205 @@ async fn a_recheck_posts_one_update_and_a_deleted_post_takes_every_part_of_the_a
             .contains("Checking this again"),
         "{left:#?}"
     );
+}
+
+/// The label `val` from `src` on a post view, if the view carries it (not negated: the AppView
+/// drops negated labels).
+fn carries(view: &Value, src: &str, val: &str) -> bool {
+    view["labels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|l| l["src"] == json!(src) && l["val"] == json!(val) && l["neg"] != json!(true))
+}
+
+/// Whether a label served by the labeler verifies against the `#atproto_label` key in its
+/// DID document on the PLC: the signature is ECDSA secp256k1 over SHA-256 of the label's
+/// DAG-CBOR without `sig` (`ver`, `src`, `uri`, `cid`, `val`, `neg` when true, `cts`, `exp`).
+async fn signature_verifies(plc: &str, label: &Value) -> bool {
+    use ipld_core::ipld::Ipld;
+    use k256::ecdsa::signature::Verifier;
+    let src = label["src"].as_str().unwrap();
+    let doc: Value = reqwest::get(format!("{plc}/{src}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let method = doc["verificationMethod"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"].as_str().is_some_and(|id| id.ends_with("#atproto_label")))
+        .unwrap_or_else(|| panic!("no #atproto_label key: {doc}"));
+    let (_, mut key) = multibase::decode(method["publicKeyMultibase"].as_str().unwrap()).unwrap();
+    if method["type"] == json!("Multikey") {
+        assert_eq!(&key[..2], [0xe7, 0x01], "a secp256k1 multikey");
+        key.drain(..2);
+    }
+    let key = k256::ecdsa::VerifyingKey::from_sec1_bytes(&key).unwrap();
+    let mut unsigned = std::collections::BTreeMap::new();
+    unsigned.insert(
+        "ver".to_string(),
+        Ipld::Integer(label["ver"].as_i64().unwrap_or(1).into()),
+    );
+    for field in ["src", "uri", "cid", "val", "cts", "exp"] {
+        if let Some(v) = label[field].as_str() {
+            unsigned.insert(field.to_string(), Ipld::String(v.to_string()));
+        }
+    }
+    if label["neg"] == json!(true) {
+        unsigned.insert("neg".to_string(), Ipld::Bool(true));
+    }
+    let bytes = serde_ipld_dagcbor::to_vec(&Ipld::Map(unsigned)).unwrap();
+    use base64::Engine;
+    let sig = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(label["sig"]["$bytes"].as_str().unwrap().trim_end_matches('='))
+        .unwrap();
+    let sig = k256::ecdsa::Signature::from_slice(&sig).unwrap();
+    key.verify(&bytes, &sig).is_ok()
+}
+
+/// What the labeler's Ozone serves for `uri` (its public `queryLabels`).
+async fn served(ozone: &str, uri: &str, src: &str) -> Vec<Value> {
+    let v: Value = reqwest::Client::new()
+        .get(format!("{ozone}/xrpc/com.atproto.label.queryLabels"))
+        .query(&[("uriPatterns", uri), ("sources", src)])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["labels"].as_array().cloned().unwrap_or_default()
+}
+
+async fn wait_until_seen(net: &Network, uri: &str, src: &str, val: &str, present: bool) {
+    for _ in 0..200 {
+        let views = net.posts_seen_with(&[uri], Some(src)).await;
+        if views.first().is_some_and(|v| carries(v, src, val) == present) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{uri} never {} {val}", if present { "carried" } else { "lost" });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_negates_it() {
+    let Some(net) = Network::shared() else { return };
+    let labeler = net.labeler.as_ref().expect("the full network runs a labeler");
+    let moderator = net.account("mod").await;
+    let extra = format!(
+        "plc_directory = \"{}\"\n\n[bluesky.labeler]\nenabled = true\nmentions = \"both\"\nmin_confidence = \"drafted\"\n\n[moderation]\nbluesky_moderators = [\"{}\"]\n",
+        net.plc, moderator.handle
+    );
+    let user = net.labeler_user().await;
+    let bot = start_bot_as(
+        net,
+        &net.pds,
+        user,
+        Script::reply("This post is false: fish do not sleep upside down."),
+        None,
+        &extra,
+    )
+    .await;
+    wait_for_log(&bot.daemon, "bluesky notifications: starting from now").await;
+
+    // `musebot labeler setup`: the declaration written once, the DID document's entries read.
+    let setup = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+            .args(["labeler", "setup", "--config"])
+            .arg(bot._dir.path().join("bot-config.toml"))
+            .output()
+            .unwrap()
+    };
+    let first = setup();
+    let out = String::from_utf8_lossy(&first.stdout).to_string();
+    assert!(
+        first.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(out.contains("declaration: written"), "{out}");
+    assert!(out.contains(&format!("#atproto_labeler is {}", labeler.ozone)), "{out}");
+    assert!(out.contains("#atproto_label key is"), "{out}");
+    let again = String::from_utf8_lossy(&setup().stdout).to_string();
+    assert!(again.contains("declaration: unchanged"), "{again}");
+    let services: Value = reqwest::Client::new()
+        .get(format!(
+            "{}/xrpc/app.bsky.labeler.getServices",
+            net.appview.as_ref().unwrap()
+        ))
+        .query(&[("dids", labeler.did.as_str()), ("detailed", "true")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let defs = &services["views"][0]["policies"]["labelValueDefinitions"];
+    assert_eq!(defs.as_array().map(Vec::len), Some(4), "{services}");
+    assert!(
+        defs[0]["locales"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["lang"] == json!("ja")),
+        "{defs}"
+    );
+
+    // A mention: the reply, and the label on the checked post.
+    let alice = net.account("alice").await;
+    let bob = net.account("bob").await;
+    let post = alice
+        .post("Fish sleep upside down at night.", None, json!([]), None)
+        .await;
+    bob.mention(&bot.user, "is this true?", &post, &post).await;
+    let replies = bob.wait_for_records(&bot.user.did, 1, Duration::from_secs(60)).await;
+    assert!(
+        replies[0]["value"]["text"].as_str().unwrap().contains("false"),
+        "{replies:#?}"
+    );
+    wait_until_seen(net, &post.uri, &labeler.did, "fc-false", true).await;
+
+    // Subscribers see it; a reader who does not subscribe sees none of the bot's labels.
+    let unsubscribed = net.posts_seen_with(&[&post.uri], None).await;
+    assert!(
+        !carries(&unsubscribed[0], &labeler.did, "fc-false"),
+        "{unsubscribed:#?}"
+    );
+    let other = net
+        .posts_seen_with(&[&post.uri], Some("did:plc:aaaaaaaaaaaaaaaaaaaaaaaa"))
+        .await;
+    assert!(!carries(&other[0], &labeler.did, "fc-false"), "{other:#?}");
+
+    // Signed by the key the bot's DID document names; one label, on the post's CID.
+    let labels = served(&labeler.ozone, &post.uri, &labeler.did).await;
+    assert_eq!(labels.len(), 1, "{labels:#?}");
+    assert_eq!(labels[0]["cid"], json!(post.cid));
+    assert!(signature_verifies(&net.plc, &labels[0]).await, "{:#}", labels[0]);
+    let mut forged = labels[0].clone();
+    forged["val"] = json!("fc-accurate");
+    assert!(
+        !signature_verifies(&net.plc, &forged).await,
+        "a changed label must not verify"
+    );
+
+    // The moderator withdraws the answer: the reply goes and the label is negated.
+    let answer = common::bluesky::Ref {
+        uri: replies[0]["uri"].as_str().unwrap().to_string(),
+        cid: replies[0]["cid"].as_str().unwrap().to_string(),
+    };
+    moderator.wait_indexed(&answer.uri).await;
+    moderator.mention(&bot.user, "withdraw: test", &post, &answer).await;
+    wait_until_seen(net, &post.uri, &labeler.did, "fc-false", false).await;
+    let labels = served(&labeler.ozone, &post.uri, &labeler.did).await;
+    assert!(labels.iter().all(|l| l["neg"] == json!(true)), "{labels:#?}");
+    for l in &labels {
+        assert!(
+            signature_verifies(&net.plc, l).await,
+            "the negation is signed too: {l:#}"
+        );
+    }
 }

@@ -33,6 +33,9 @@ pub struct BlueskyConfig {
     pub allowed_bots: Vec<String>,
     /// Put the `bot` self-label on the account's profile at start-up.
     pub set_bot_label: bool,
+    /// The PLC directory that resolves `did:plc` identities (`musebot labeler setup` reads
+    /// the account's DID document there when its PDS does not return it with the session).
+    pub plc_directory: String,
     /// Longest wait between two attempts to reach the service, seconds.
     pub reconnect_max_secs: u64,
     /// Timeout of one request, seconds.
@@ -71,6 +74,7 @@ impl Default for BlueskyConfig {
             write_points_per_day: 30000,
             allowed_bots: Vec::new(),
             set_bot_label: true,
+            plc_directory: "https://plc.directory".into(),
             reconnect_max_secs: 60,
             timeout_secs: 30,
             max_retries: 5,

@@ -537,6 +537,12 @@ fn bluesky(c: &Config, p: &mut Problems) {
             "name the environment variable or file that holds the bot's app password",
         );
     }
+    check_url(
+        p,
+        "bluesky.plc_directory",
+        &b.plc_directory,
+        "set it to the PLC directory, https://plc.directory unless the network runs its own",
+    );
     if b.poll_secs == 0 || b.poll_secs > 600 {
         p.bad(
             "bluesky.poll_secs",

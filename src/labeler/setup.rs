@@ -24,11 +24,15 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let password = crate::secret::resolve("bluesky.app_password", &b.app_password_env, &b.app_password_file, true)?
         .expect("required");
     let bluesky = Bluesky::reader(b, password).await?;
-    apply(&bluesky, chrono::Utc::now()).await
+    apply(&bluesky, &b.plc_directory, chrono::Utc::now()).await
 }
 
 /// Setup on a logged-in account.
-pub async fn apply(bluesky: &Bluesky, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<Report> {
+pub async fn apply(
+    bluesky: &Bluesky,
+    plc_directory: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<Report> {
     let mut report = Report::default();
     let did = bluesky.bot.did.clone();
     report.lines.push(format!("account: {} ({did})", bluesky.bot.handle));
@@ -49,7 +53,7 @@ pub async fn apply(bluesky: &Bluesky, now: chrono::DateTime<chrono::Utc>) -> any
             ));
         }
     }
-    let (endpoint, key) = bluesky.labeler_entries().await?;
+    let (endpoint, key) = bluesky.labeler_entries(plc_directory).await?;
     match &endpoint {
         Some(e) => report.lines.push(format!("DID document: #atproto_labeler is {e}")),
         None => report.lines.push(

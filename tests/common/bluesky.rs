@@ -1,5 +1,6 @@
 //! The reference AT Protocol network (`@atproto/dev-env` 0.6.7: PLC + PDS + AppView on the
-//! machine's PostgreSQL and Redis, installed by `scripts/setup-bluesky.sh`), one per test
+//! machine's PostgreSQL and Redis, installed by `scripts/setup-bluesky.sh`; with the AppView,
+//! also a labeler account, its Ozone and the AppView's label ingester), one per test
 //! binary, every listener on 127.0.0.1 (checked); accounts, posts and reads over its XRPC API.
 //! The network stops (and drops its schemas) when the test binary exits and its stdin closes.
 
@@ -16,6 +17,9 @@ use serde_json::{json, Value};
 pub struct Network {
     pub pds: String,
     pub appview: Option<String>,
+    pub plc: String,
+    /// The labeler account and its Ozone (the full network only: `network.mjs --labeler`).
+    pub labeler: Option<Labeler>,
     pub pid: u32,
     _child: Mutex<(Child, ChildStdin)>,
 }
@@ -75,6 +79,9 @@ impl Network {
             .arg(dir.join("network.mjs"));
         if no_appview {
             cmd.arg("--no-appview");
+        } else {
+            // The labeler account, its own Ozone and the AppView's label ingester.
+            cmd.arg("--labeler");
         }
         let mut child = cmd
             .stdin(Stdio::piped())
@@ -92,6 +99,13 @@ impl Network {
         let net = Network {
             pds: ready["pds"].as_str().unwrap().to_string(),
             appview: ready["appview"].as_str().map(str::to_string),
+            plc: ready["plc"].as_str().unwrap_or_default().to_string(),
+            labeler: ready["labeler"].as_object().map(|l| Labeler {
+                handle: l["handle"].as_str().unwrap().to_string(),
+                password: l["password"].as_str().unwrap().to_string(),
+                did: l["did"].as_str().unwrap().to_string(),
+                ozone: l["ozone"].as_str().unwrap().to_string(),
+            }),
             pid: child.id(),
             _child: Mutex::new((child, stdin)),
         };
@@ -115,6 +129,60 @@ impl Network {
                 "a listener of the Bluesky network is not on loopback: {l}"
             );
         }
+    }
+
+    /// The labeler account (its DID document names its Ozone and label key) logged in, with
+    /// a new app password — what the bot runs as in labeler mode.
+    pub async fn labeler_user(&self) -> User {
+        let l = self.labeler.as_ref().expect("the full network runs with --labeler");
+        let http = reqwest::Client::new();
+        let session: Value = http
+            .post(format!("{}/xrpc/com.atproto.server.createSession", self.pds))
+            .json(&json!({"identifier": l.handle, "password": l.password}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let jwt = session["accessJwt"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{session}"))
+            .to_string();
+        let name = format!("musebot-{}", NEXT.fetch_add(1, Ordering::SeqCst));
+        let app: Value = http
+            .post(format!("{}/xrpc/com.atproto.server.createAppPassword", self.pds))
+            .bearer_auth(&jwt)
+            .json(&json!({"name": name}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        User {
+            pds: self.pds.clone(),
+            did: l.did.clone(),
+            handle: l.handle.clone(),
+            jwt,
+            app_password: app["password"].as_str().unwrap_or_else(|| panic!("{app}")).to_string(),
+            http,
+        }
+    }
+
+    /// The post views the AppView gives for `uris` to a reader who subscribes to `labelers`
+    /// (the `atproto-accept-labelers` header the app sends from `labelersPref`; `None`: no
+    /// header, the AppView's own defaults).
+    pub async fn posts_seen_with(&self, uris: &[&str], labelers: Option<&str>) -> Vec<Value> {
+        let appview = self.appview.as_ref().expect("an AppView");
+        let mut req = reqwest::Client::new()
+            .get(format!("{appview}/xrpc/app.bsky.feed.getPosts"))
+            .query(&uris.iter().map(|u| ("uris", *u)).collect::<Vec<_>>());
+        if let Some(l) = labelers {
+            req = req.header("atproto-accept-labelers", l);
+        }
+        let v: Value = req.send().await.unwrap().json().await.unwrap();
+        v["posts"].as_array().cloned().unwrap_or_default()
     }
 
     /// A new account with a unique handle (`{name}-{n}.test`) and an app password.
@@ -165,6 +233,15 @@ impl Network {
             http,
         }
     }
+}
+
+/// The network's labeler account (`network.mjs --labeler`): an ordinary account whose DID
+/// document names an Ozone run as it, and the Ozone's URL.
+pub struct Labeler {
+    pub handle: String,
+    pub password: String,
+    pub did: String,
+    pub ozone: String,
 }
 
 /// A strong reference to a record.

@@ -133,20 +133,56 @@ impl Bluesky {
     }
 
     /// The account's DID document's labeler entries: the `#atproto_labeler` service endpoint
-    /// and the `#atproto_label` key (as `did:key`), each if declared.
-    pub async fn labeler_entries(&self) -> Result<(Option<String>, Option<String>), PlatformError> {
+    /// and the `#atproto_label` key, each if declared. The document comes with the session
+    /// when the PDS sends it; else from the PLC directory (`did:plc`) or the DID's own host
+    /// (`did:web`, `/.well-known/did.json`).
+    pub async fn labeler_entries(
+        &self,
+        plc_directory: &str,
+    ) -> Result<(Option<String>, Option<String>), PlatformError> {
         #[derive(Deserialize)]
         struct Resolved {
             #[serde(rename = "didDoc", default)]
             did_doc: serde_json::Value,
         }
-        // `getSession` carries the account's DID document as its PDS resolves it.
         let r: Resolved = self
             .xrpc
             .query("getSession", "com.atproto.server.getSession", &[])
             .await?;
-        Ok(entries(&self.bot.did, &r.did_doc))
+        let doc = if r.did_doc.is_object() {
+            r.did_doc
+        } else {
+            did_document(&self.bot.did, plc_directory).await?
+        };
+        Ok(entries(&self.bot.did, &doc))
     }
+}
+
+/// A DID document from where the DID method says it lives.
+async fn did_document(did: &str, plc_directory: &str) -> Result<serde_json::Value, PlatformError> {
+    let url = if did.starts_with("did:plc:") {
+        format!("{}/{did}", plc_directory.trim_end_matches('/'))
+    } else if let Some(host) = did.strip_prefix("did:web:") {
+        format!("https://{host}/.well-known/did.json")
+    } else {
+        return Err(PlatformError::Fatal(format!("{did}: not a did:plc or did:web")));
+    };
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| PlatformError::Fatal(e.to_string()))?;
+    let resp = http
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| PlatformError::Transient(format!("{url}: {}", e.without_url())))?;
+    if !resp.status().is_success() {
+        return Err(PlatformError::Fatal(format!("{url}: HTTP {}", resp.status())));
+    }
+    let bytes = crate::body::read_capped(resp, 1_000_000)
+        .await
+        .map_err(|e| PlatformError::Transient(format!("{url}: {e}")))?;
+    serde_json::from_slice(&bytes).map_err(|e| PlatformError::Fatal(format!("{url}: not a DID document: {e}")))
 }
 
 /// The bot's values in force among served labels: a value counts when its latest label (by
