@@ -3,25 +3,36 @@
 # PyPI, the reference Bluesky network from npm; PostgreSQL and Redis started when not running)
 # and runs every test, then the Debian package's test (scripts/test-package.sh) and the
 # installed unit under a real systemd (scripts/test-systemd.sh: systemd-nspawn; both change the
-# machine, so they install only under CI=true or when asked). Builds go to $CARGO_TARGET_DIR
-# (default: a cache outside the clone), so a second run is fast.
+# machine, so they install only under CI=true or when asked). The build runs while the sandbox
+# is provisioned, and the package wraps the binary the suite built. Builds go to
+# $CARGO_TARGET_DIR (default: a cache outside the clone), so a second run is fast.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
-scripts/setup-sandbox.sh >/dev/null
-# The local Bluesky (reference PDS + AppView) and the PostgreSQL and Redis its AppView needs.
-scripts/services.sh
-scripts/setup-bluesky.sh >/dev/null
-
 if cargo fmt --version >/dev/null 2>&1; then
     cargo fmt --all -- --check
 else
     echo "test.sh: rustfmt is not installed; skipping the format check" >&2
 fi
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+build_log=$(mktemp)
+trap 'rm -f "$log" "$build_log"' EXIT
+# The build runs while the sandbox is provisioned (PyPI and npm downloads, the model files):
+# on a cold machine the two overlap instead of following each other; warm, both are quick.
+cargo test --locked --all-targets --no-run "$@" >"$build_log" 2>&1 &
+build_pid=$!
+provisioned=0
+# The local Bluesky (reference PDS + AppView) and the PostgreSQL and Redis its AppView needs.
+scripts/setup-sandbox.sh >/dev/null && scripts/services.sh && scripts/setup-bluesky.sh >/dev/null || provisioned=$?
+build=0
+wait "$build_pid" || build=$?
+cat "$build_log"
+if [[ $provisioned -ne 0 || $build -ne 0 ]]; then
+    echo "test.sh: $([[ $build -ne 0 ]] && echo "the build failed" || echo "provisioning the sandbox failed")" >&2
+    exit 1
+fi
 set +e
 cargo test --locked --all-targets "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

@@ -242,6 +242,25 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             }
         });
     }
+    let l = &config.bluesky.labeler;
+    if config.bluesky.enabled && l.enabled && !l.evidence_listen.is_empty() {
+        let listener = tokio::net::TcpListener::bind(&l.evidence_listen)
+            .await
+            .with_context(|| {
+                format!(
+                    "bluesky.labeler.evidence_listen: cannot listen on {} — pick a free port or set \"\" to serve no evidence pages",
+                    l.evidence_listen
+                )
+            })?;
+        tracing::info!(addr = %listener.local_addr()?, "evidence pages listening at /labels");
+        let pages = Arc::new(crate::labeler::evidence::Evidence::new(store.clone()));
+        let stop = shutdown.clone();
+        background.spawn(async move {
+            if let Err(e) = crate::labeler::evidence::serve(listener, pages, stop).await {
+                tracing::error!(error = %e, "evidence pages failed");
+            }
+        });
+    }
     let worker = Arc::new(Worker {
         store: store.clone(),
         moderation,

@@ -1101,8 +1101,10 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
     let Some(net) = Network::shared() else { return };
     let labeler = net.labeler.as_ref().expect("the full network runs a labeler");
     let moderator = net.account("mod").await;
+    let pages = free_port();
+    let pages_url = format!("http://127.0.0.1:{pages}/labels");
     let extra = format!(
-        "plc_directory = \"{}\"\n\n[bluesky.labeler]\nenabled = true\nmentions = \"both\"\nmin_confidence = \"drafted\"\n\n[moderation]\nbluesky_moderators = [\"{}\"]\n",
+        "plc_directory = \"{}\"\n\n[bluesky.labeler]\nenabled = true\nmentions = \"both\"\nmin_confidence = \"drafted\"\nevidence_listen = \"127.0.0.1:{pages}\"\nevidence_url = \"{pages_url}\"\n\n[moderation]\nbluesky_moderators = [\"{}\"]\n",
         net.plc, moderator.handle
     );
     let user = net.labeler_user().await;
@@ -1159,6 +1161,13 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
             .any(|l| l["lang"] == json!("ja")),
         "{defs}"
     );
+    assert!(
+        defs[0]["locales"][0]["description"]
+            .as_str()
+            .unwrap()
+            .contains(&pages_url),
+        "each description names the evidence pages: {defs}"
+    );
 
     // A mention: the reply, and the label on the checked post.
     let alice = net.account("alice").await;
@@ -1197,6 +1206,40 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
         "a changed label must not verify"
     );
 
+    // The public evidence page behind the label: by at:// URI or by the bsky.app link (the
+    // author's handle); escaped, and nothing for a post the bot did not label.
+    let page = |q: String| {
+        let url = pages_url.clone();
+        async move {
+            let r = reqwest::Client::new()
+                .get(url)
+                .query(&[("post", q)])
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let csp = r
+                .headers()
+                .get("content-security-policy")
+                .map(|v| v.to_str().unwrap().to_string());
+            (status, csp, r.text().await.unwrap())
+        }
+    };
+    let (status, csp, html) = page(post.uri.clone()).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(csp.is_some_and(|c| c.contains("default-src 'none'")));
+    assert!(
+        html.contains("fc-false") && html.contains("This post is false."),
+        "{html}"
+    );
+    let rkey = post.uri.rsplit('/').next().unwrap();
+    let (status, _, by_link) = page(format!("https://bsky.app/profile/{}/post/{rkey}", alice.handle)).await;
+    assert_eq!(status, 200, "{by_link}");
+    assert!(by_link.contains("fc-false"));
+    let (status, _, none) = page(format!("at://{}/app.bsky.feed.post/3zzzzzzzzzzzz<script>", alice.did)).await;
+    assert_eq!(status, 404);
+    assert!(!none.contains("<script>") && none.contains("&lt;script&gt;"), "{none}");
+
     // The moderator withdraws the answer: the reply goes and the label is negated.
     let answer = common::bluesky::Ref {
         uri: replies[0]["uri"].as_str().unwrap().to_string(),
@@ -1213,4 +1256,14 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
             "the negation is signed too: {l:#}"
         );
     }
+    // The answer is closed just after the negation goes out.
+    let mut status = 0;
+    for _ in 0..100 {
+        status = page(post.uri.clone()).await.0;
+        if status == 404 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 404, "no page for a withdrawn label");
 }

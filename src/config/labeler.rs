@@ -22,6 +22,12 @@ pub struct LabelerConfig {
     pub min_confidence: Confidence,
     /// Days after which a label expires (its `exp`); 0: labels do not expire.
     pub expiry_days: u32,
+    /// Where the public evidence pages listen (`host:port`, behind the operator's TLS
+    /// proxy); "" serves none.
+    pub evidence_listen: String,
+    /// The public URL of those pages (`https://…/labels`), named in every label's
+    /// description; "" names none.
+    pub evidence_url: String,
 }
 
 pub use crate::model::Channel;
@@ -58,6 +64,8 @@ impl Default for LabelerConfig {
             flags: Channel::Both,
             min_confidence: Confidence::Verified,
             expiry_days: 0,
+            evidence_listen: String::new(),
+            evidence_url: String::new(),
         }
     }
 }

@@ -604,6 +604,21 @@ fn labeler(c: &Config, p: &mut Problems) {
             "enable [bluesky] (labels are a Bluesky feature; Mastodon has none) or set bluesky.labeler.enabled = false",
         );
     }
+    if !l.evidence_url.is_empty() {
+        check_url(
+            p,
+            "bluesky.labeler.evidence_url",
+            &l.evidence_url,
+            "set it to the public URL of the evidence pages, e.g. https://factcheck.example.org/labels, or \"\"",
+        );
+    }
+    if !l.evidence_listen.is_empty() && l.evidence_listen.parse::<std::net::SocketAddr>().is_err() {
+        p.bad(
+            "bluesky.labeler.evidence_listen",
+            format!("`{}` is not host:port", l.evidence_listen),
+            "write an address and port, e.g. 127.0.0.1:8091 (behind your TLS proxy), or \"\" for none",
+        );
+    }
     if l.expiry_days > 3650 {
         p.bad(
             "bluesky.labeler.expiry_days",

@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 
 use crate::model::LabelValue;
 
-/// The declaration record as of `now`.
-pub fn record(now: chrono::DateTime<chrono::Utc>) -> Value {
+/// The declaration record as of `now`; each description ends with where the evidence pages
+/// are (`evidence_url`), when there are some.
+pub fn record(now: chrono::DateTime<chrono::Utc>, evidence_url: &str) -> Value {
     let definitions: Vec<Value> = LabelValue::ALL
         .into_iter()
         .map(|v| {
@@ -19,7 +20,7 @@ pub fn record(now: chrono::DateTime<chrono::Utc>) -> Value {
                     json!({
                         "lang": lang,
                         "name": crate::words::say(lang, &format!("{}_name", v.key()), ()),
-                        "description": crate::words::say(lang, &format!("{}_description", v.key()), ()),
+                        "description": description(lang, v, evidence_url),
                     })
                 })
                 .collect();
@@ -56,4 +57,13 @@ pub fn same(a: &Value, b: &Value) -> bool {
         v
     };
     strip(a) == strip(b)
+}
+
+fn description(lang: &str, v: LabelValue, evidence_url: &str) -> String {
+    let text = crate::words::say(lang, &format!("{}_description", v.key()), ());
+    if evidence_url.is_empty() {
+        return text;
+    }
+    let at = crate::words::say(lang, "label_evidence_at", minijinja::context! { url => evidence_url });
+    format!("{text} {at}")
 }

@@ -1,11 +1,13 @@
 //! Labels (issue 31): a verdict as a label on the checked post, for everyone who subscribes to
 //! the bot's labeler on Bluesky, instead of or beside a reply (`[bluesky.labeler]`). This file
 //! is the policy — which job's verdict becomes which label, and whether the job still replies;
-//! [`declare`] is the labeler's declaration, [`setup`] the command that writes it. The label
+//! [`declare`] is the labeler's declaration, [`setup`] the command that writes it, [`evidence`]
+//! the public pages behind the labels. The label
 //! itself is emitted by the worker's `Label` stage through Ozone
 //! (`platform::bluesky::labels`).
 
 pub mod declare;
+pub mod evidence;
 pub mod setup;
 
 use crate::config::{Channel, Confidence, LabelerConfig};

@@ -24,19 +24,20 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let password = crate::secret::resolve("bluesky.app_password", &b.app_password_env, &b.app_password_file, true)?
         .expect("required");
     let bluesky = Bluesky::reader(b, password).await?;
-    apply(&bluesky, &b.plc_directory, chrono::Utc::now()).await
+    apply(&bluesky, &b.plc_directory, &b.labeler.evidence_url, chrono::Utc::now()).await
 }
 
 /// Setup on a logged-in account.
 pub async fn apply(
     bluesky: &Bluesky,
     plc_directory: &str,
+    evidence_url: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Report> {
     let mut report = Report::default();
     let did = bluesky.bot.did.clone();
     report.lines.push(format!("account: {} ({did})", bluesky.bot.handle));
-    let wanted = super::declare::record(now);
+    let wanted = super::declare::record(now, evidence_url);
     let values = crate::model::LabelValue::ALL.map(|v| v.as_str()).join(", ");
     let languages = crate::words::languages().len();
     match bluesky.declaration().await? {

@@ -174,7 +174,7 @@ fn confidence_orders_a_published_fact_check_over_a_debate_over_a_draft() {
 
 #[test]
 fn the_declaration_names_every_value_in_every_language_within_the_lexicons_limits() {
-    let r = declare::record(chrono::Utc::now());
+    let r = declare::record(chrono::Utc::now(), "");
     assert_eq!(r["$type"], "app.bsky.labeler.service");
     let values: Vec<&str> = r["policies"]["labelValues"]
         .as_array()
@@ -207,10 +207,21 @@ fn the_declaration_names_every_value_in_every_language_within_the_lexicons_limit
             }
         }
     }
+    // With evidence pages, every description names them.
+    let with = declare::record(chrono::Utc::now(), "https://fc.example/labels");
+    for d in with["policies"]["labelValueDefinitions"].as_array().unwrap() {
+        for l in d["locales"].as_array().unwrap() {
+            assert!(
+                l["description"].as_str().unwrap().contains("https://fc.example/labels"),
+                "{l}"
+            );
+        }
+    }
+    assert!(!declare::same(&r, &with));
     // The same declaration at another time is the same declaration.
     assert!(declare::same(
         &r,
-        &declare::record(chrono::Utc::now() + chrono::Duration::days(1))
+        &declare::record(chrono::Utc::now() + chrono::Duration::days(1), "")
     ));
 }
 
@@ -225,7 +236,12 @@ fn a_labeler_without_bluesky_or_with_a_long_expiry_is_a_config_error() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let p = problems("[bluesky.labeler]\nenabled = true\nexpiry_days = 9999\n");
+    let p = problems("[bluesky.labeler]\nenabled = true\nexpiry_days = 9999\nevidence_listen = \"everywhere\"\nevidence_url = \"factcheck.example/labels\"\n");
+    assert!(
+        p.contains("bluesky.labeler.evidence_listen: `everywhere` is not host:port"),
+        "{p}"
+    );
+    assert!(p.contains("bluesky.labeler.evidence_url:"), "{p}");
     assert!(
         p.contains("bluesky.labeler.enabled: is true but bluesky.enabled is false"),
         "{p}"

@@ -25,7 +25,7 @@ fn labeler(mentions: Channel) -> LabelerConfig {
         flags: Channel::Both,
         // The baseline pipeline drafts without evidence: nothing here is "verified".
         min_confidence: Confidence::Drafted,
-        expiry_days: 0,
+        ..LabelerConfig::default()
     }
 }
 
