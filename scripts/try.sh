@@ -13,6 +13,9 @@
 #   scripts/try.sh ["claim"]             on a local Mastodon (mastodon-mock)
 #   scripts/try.sh --bluesky ["claim"]   on a local Bluesky: the reference PDS + AppView
 #                                        (@atproto/dev-env, on PostgreSQL and Redis)
+#   scripts/try.sh --bluesky --labeler ["claim"]
+#                                        the same, the bot's account a labeler (its own Ozone):
+#                                        the reply, then the label a subscribed reader sees
 #
 # A real model instead of the tiny local one: MUSEBOT_LLM_BASE_URL (an OpenAI-compatible /v1
 # root), MUSEBOT_LLM_API_KEY, MUSEBOT_LLM_MODEL. A web search backend beside the index:
@@ -20,9 +23,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLATFORM=mastodon
+LABELER=0
 if [[ "${1:-}" == "--bluesky" ]]; then
     PLATFORM=bluesky
     shift
+    if [[ "${1:-}" == "--labeler" ]]; then
+        LABELER=1
+        shift
+    fi
 fi
 
 # shellcheck source=scripts/env.sh
@@ -82,7 +90,9 @@ else
     echo "== starting the reference Bluesky network (PLC, PDS, AppView; ~10 s)" >&2
     mkfifo "$WORK/net.stdin"
     exec 8<>"$WORK/net.stdin" # held open: the network stops when this script's end closes it
-    "$MUSEBOT_NODE" --require "$MUSEBOT_BLUESKY_DIR/loopback.cjs" "$MUSEBOT_BLUESKY_DIR/network.mjs" \
+    NET_ARGS=()
+    [[ $LABELER == 1 ]] && NET_ARGS+=(--labeler)
+    "$MUSEBOT_NODE" --require "$MUSEBOT_BLUESKY_DIR/loopback.cjs" "$MUSEBOT_BLUESKY_DIR/network.mjs" "${NET_ARGS[@]}" \
         <"$WORK/net.stdin" >"$WORK/net.json" 2>"$WORK/net.log" &
     NET_PID=$!
 fi
@@ -118,8 +128,24 @@ for _ in $(seq 1 240); do
 done
 if [[ $PLATFORM == bluesky ]]; then
     [[ -s "$WORK/net.json" ]] || { cat "$WORK/net.log" >&2; echo "the Bluesky network did not start" >&2; exit 1; }
-    PDS=$("$MUSEBOT_PYTHON" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["pds"])' "$WORK/net.json")
-    "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py accounts "$PDS" "$WORK/accounts.json"
+    field() { "$MUSEBOT_PYTHON" -c 'import json,sys; print(json.dumps(json.loads(open(sys.argv[1]).readline())[sys.argv[2]]).strip("\""))' "$WORK/net.json" "$1"; }
+    PDS=$(field pds); APPVIEW=$(field appview); PLC=$(field plc)
+    LABELER_ARG=()
+    if [[ $LABELER == 1 ]]; then
+        field labeler >"$WORK/labeler.json"
+        LABELER_ARG=("$WORK/labeler.json")
+    fi
+    "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py accounts "$PDS" "$WORK/accounts.json" "${LABELER_ARG[@]}"
+    BOT_HANDLE=$("$MUSEBOT_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["musebot"]["handle"])' "$WORK/accounts.json")
+    EVIDENCE_PORT=$(free_port)
+    LABELER_TOML=""
+    [[ $LABELER == 1 ]] && LABELER_TOML="[bluesky.labeler]
+enabled = true
+mentions = \"both\"
+# The sandbox's tiny model rarely survives a debate: any drafted verdict labels here.
+min_confidence = \"drafted\"
+evidence_listen = \"127.0.0.1:$EVIDENCE_PORT\"
+evidence_url = \"http://127.0.0.1:$EVIDENCE_PORT/labels\""
     "$MUSEBOT_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["musebot"]["app_password"], end="")' \
         "$WORK/accounts.json" >"$WORK/app-password"
     PLATFORM_TOML="[mastodon]
@@ -127,9 +153,11 @@ enabled = false
 [bluesky]
 enabled = true
 service = \"$PDS\"
-identifier = \"musebot.test\"
+identifier = \"$BOT_HANDLE\"
 app_password_file = \"$WORK/app-password\"
-poll_secs = 1"
+poll_secs = 1
+plc_directory = \"$PLC\"
+$LABELER_TOML"
 else
     PLATFORM_TOML="[mastodon]
 base_url = \"$MOCK\"
@@ -180,6 +208,10 @@ echo "== seeding the evidence index from the sandbox's feed (musebot index refre
 "$BIN" index refresh --config "$WORK/bot-config.toml" >&2
 echo "== importing the sandbox's published fact-checks (musebot index import)" >&2
 "$BIN" index import scripts/sandbox-web/fact-checks.json --config "$WORK/bot-config.toml" >&2
+if [[ $LABELER == 1 ]]; then
+    echo "== declaring the bot's account a labeler (musebot labeler setup)" >&2
+    "$BIN" labeler setup --config "$WORK/bot-config.toml" >&2
+fi
 echo "== starting the musebot daemon (log: $WORK/daemon.log)" >&2
 MUSEBOT_MASTODON_TOKEN=try-musebot "$BIN" run --config "$WORK/bot-config.toml" >"$WORK/daemon.log" 2>&1 &
 pids+=($!)
@@ -194,8 +226,12 @@ if [[ $PLATFORM == bluesky ]]; then
     # The source starts from "now" at its first poll: ask only once it has.
     for _ in $(seq 1 100); do grep -q "starting from now" "$WORK/daemon.log" && break; sleep 0.3; done
     MENTION=$("$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py ask "$PDS" "$WORK/accounts.json" "$CLAIM")
-    echo "== @alice.test posted a claim, @bob.test asked @musebot.test; waiting for the reply…" >&2
+    echo "== @alice.test posted a claim, @bob.test asked @$BOT_HANDLE; waiting for the reply…" >&2
     "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py thread "$PDS" "$WORK/accounts.json" "$MENTION" 180
+    if [[ $LABELER == 1 ]]; then
+        "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py labels "$APPVIEW" "$WORK/accounts.json" "$MENTION" 30 \
+            "http://127.0.0.1:$EVIDENCE_PORT/labels" || true
+    fi
     echo >&2
     grep -E "reply posted|ERROR|WARN" "$WORK/daemon.log" | tail -5 >&2 || true
     exit 0

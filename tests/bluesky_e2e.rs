@@ -1266,4 +1266,43 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(status, 404, "no page for a withdrawn label");
+
+    // `kill -9` between the verdict and the label, while the labeler's Ozone is down: once both
+    // are back, the label is emitted once, the reply follows it, and the negation above
+    // survived both restarts.
+    net.ozone("ozone-stop").await;
+    let before = bob.records_of(&bot.user.did).await.len();
+    let second = alice
+        .post("Goldfish only remember the last three seconds.", None, json!([]), None)
+        .await;
+    bob.mention(&bot.user, "is this true?", &second, &second).await;
+    wait_for_log(&bot.daemon, "for emitEvent: UpstreamFailure").await;
+    let mut bot = bot;
+    let (dir, port) = (bot._dir.path().to_path_buf(), bot.daemon.health_port);
+    bot.daemon.kill9();
+    assert_eq!(
+        bob.records_of(&bot.user.did).await.len(),
+        before,
+        "no reply before its label (mentions = both: the label first)"
+    );
+    net.ozone("ozone-start").await;
+    let cfg = std::fs::read_to_string(dir.join("bot-config.toml")).unwrap();
+    let mut again = Daemon::start(&dir, &cfg, port);
+    again.wait_connected().await;
+    bob.wait_for_records(&bot.user.did, before + 1, Duration::from_secs(90))
+        .await;
+    wait_until_seen(net, &second.uri, &labeler.did, "fc-false", true).await;
+    let labels = served(&labeler.ozone, &second.uri, &labeler.did).await;
+    assert_eq!(labels.len(), 1, "emitted once: {labels:#?}\n{}", again.log_text());
+    assert!(labels[0]["neg"] != json!(true), "{labels:#?}");
+    let first = served(&labeler.ozone, &post.uri, &labeler.did).await;
+    assert!(
+        !first.is_empty() && first.iter().all(|l| l["neg"] == json!(true)),
+        "the negation survived the restarts: {first:#?}"
+    );
+    assert!(!carries(
+        &net.posts_seen_with(&[&post.uri], Some(&labeler.did)).await[0],
+        &labeler.did,
+        "fc-false"
+    ));
 }

@@ -13,7 +13,9 @@
 // labeler's app.bsky.labeler.service record is not written (the bot does that). The ready line
 // then has "labeler": {"handle", "password", "did", "ozone", "signingKey"}.
 // Stops — closing the network and dropping its schemas — on SIGTERM/SIGINT or when its stdin
-// closes, so a test harness that dies never leaves it running.
+// closes, so a test harness that dies never leaves it running. Lines on stdin: `ozone-stop`
+// closes the labeler's Ozone (its database kept), `ozone-start` starts it again on the same
+// port, key and database (a restart, for the tests).
 //
 // Environment: DB_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres),
 // REDIS_HOST (default 127.0.0.1:6379). Run by scripts/bluesky-network.sh, which preloads
@@ -127,6 +129,8 @@ function runLabelIngester(ozoneUrl, labelerDid, keyDid, bskyDb, signal) {
     service: ozoneUrl.replace(/^http/, 'ws'),
     method: 'com.atproto.label.subscribeLabels',
     signal,
+    // Back soon after an Ozone restart.
+    maxReconnectSeconds: 2,
     getParams: () => ({ cursor }),
     validate: (v) => v,
   });
@@ -195,6 +199,30 @@ process.on('SIGTERM', () => stop(0));
 process.on('SIGINT', () => stop(0));
 process.stdin.on('end', () => stop(0));
 process.stdin.on('close', () => stop(0));
+let ozoneConfig = null;
+let commands = Promise.resolve();
+let pending = '';
+process.stdin.on('data', (chunk) => {
+  pending += chunk;
+  let nl;
+  while ((nl = pending.indexOf('\n')) >= 0) {
+    const cmd = pending.slice(0, nl).trim();
+    pending = pending.slice(nl + 1);
+    commands = commands.then(() => command(cmd)).catch((e) => console.error(`network: ${cmd} failed: ${e.stack || e}`));
+  }
+});
+async function command(cmd) {
+  if (cmd === 'ozone-stop' && labelerOzone) {
+    await labelerOzone.close();
+    labelerOzone = null;
+    console.error('network: the labeler Ozone stopped');
+  } else if (cmd === 'ozone-start' && !labelerOzone && ozoneConfig) {
+    labelerOzone = await TestOzone.create(ozoneConfig);
+    console.error('network: the labeler Ozone started again');
+  } else if (cmd) {
+    console.error(`network: unknown or untimely command: ${cmd}`);
+  }
+}
 process.stdin.resume();
 
 await dropSchemas(true);
@@ -213,7 +241,7 @@ if (withLabeler) {
     const port = await freePort();
     const ozoneUrl = `http://localhost:${port}`;
     const did = await createLabelerAccount(network, ozoneUrl, key);
-    labelerOzone = await TestOzone.create({
+    const config = {
       port,
       plcUrl: network.plc.url,
       signingKey: key,
@@ -223,8 +251,11 @@ if (withLabeler) {
       appviewUrl: network.bsky.url,
       appviewDid: network.bsky.ctx.cfg.serverDid,
       appviewPushEvents: false,
-    });
+    };
+    labelerOzone = await TestOzone.create(config);
     await labelerOzone.addAdminDid(did);
+    // A restart finds the account in the team table; the configuration names it an admin too.
+    ozoneConfig = { ...config, adminDids: [did] };
     runLabelIngester(ozoneUrl, did, key.did(), network.bsky.db, ingesterAbort.signal);
     await network.processAll();
     labeler = {

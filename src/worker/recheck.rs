@@ -309,13 +309,8 @@ impl Run<'_> {
         reason: &str,
         lang: &str,
     ) -> Result<Result<String, SkipReason>, StageError> {
-        let t = &job.trigger;
         // Intake skips it already; the stage that deletes looks again.
-        if !self
-            .worker
-            .moderation
-            .is_moderator(t.platform, &t.author.handle, t.author.id.as_deref())
-        {
+        if !self.by_moderator(job) {
             return Ok(Err(SkipReason::NotModerator));
         }
         let Some(mut kept) = self.kept_here(job)? else {
@@ -359,11 +354,7 @@ impl Run<'_> {
         lang: &str,
     ) -> Result<Result<String, SkipReason>, StageError> {
         let t = &job.trigger;
-        if !self
-            .worker
-            .moderation
-            .is_moderator(t.platform, &t.author.handle, t.author.id.as_deref())
-        {
+        if !self.by_moderator(job) {
             return Ok(Err(SkipReason::NotModerator));
         }
         if !self.worker.labeler.enabled || !self.platform.has_labels() {
@@ -433,6 +424,14 @@ impl Run<'_> {
         self.emit(&negation).await?;
         tracing::info!(uri = %kept.target_id, value = value.as_str(), "label negated");
         Ok(())
+    }
+
+    /// Whether the command's author is a moderator (by stable id where the platform has one).
+    fn by_moderator(&self, job: &Job) -> bool {
+        let t = &job.trigger;
+        self.worker
+            .moderation
+            .is_moderator(t.platform, &t.author.handle, t.author.id.as_deref())
     }
 
     /// The kept answer a command was given under: the bot's part it replies to, else the

@@ -4,7 +4,7 @@
 //! binary, every listener on 127.0.0.1 (checked); accounts, posts and reads over its XRPC API.
 //! The network stops (and drops its schemas) when the test binary exits and its stdin closes.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,6 +131,29 @@ impl Network {
         }
     }
 
+    /// Sends the network a command (network.mjs: `ozone-stop`, `ozone-start`) and waits until
+    /// the labeler's Ozone answers (`ozone-start`) or no longer does (`ozone-stop`).
+    pub async fn ozone(&self, command: &str) {
+        {
+            let mut child = self._child.lock().unwrap();
+            writeln!(child.1, "{command}").unwrap();
+            child.1.flush().unwrap();
+        }
+        let ozone = &self.labeler.as_ref().expect("the full network runs a labeler").ozone;
+        let want_up = command == "ozone-start";
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let up = reqwest::get(format!("{ozone}/xrpc/_health"))
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if up == want_up {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the labeler's Ozone did not {command}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// The labeler account (its DID document names its Ozone and label key) logged in, with
     /// a new app password — what the bot runs as in labeler mode.
     pub async fn labeler_user(&self) -> User {
@@ -145,6 +168,12 @@ impl Network {
             .json()
             .await
             .unwrap();
+        self.user_of(http, session, l.handle.clone()).await
+    }
+
+    /// A logged-in account (`createAccount`'s or `createSession`'s answer) as a [`User`],
+    /// with a new app password (what the bot logs in with).
+    async fn user_of(&self, http: reqwest::Client, session: Value, handle: String) -> User {
         let jwt = session["accessJwt"]
             .as_str()
             .unwrap_or_else(|| panic!("{session}"))
@@ -162,8 +191,8 @@ impl Network {
             .unwrap();
         User {
             pds: self.pds.clone(),
-            did: l.did.clone(),
-            handle: l.handle.clone(),
+            did: session["did"].as_str().unwrap().to_string(),
+            handle,
             jwt,
             app_password: app["password"].as_str().unwrap_or_else(|| panic!("{app}")).to_string(),
             http,
@@ -210,28 +239,7 @@ impl Network {
             .json()
             .await
             .unwrap();
-        let jwt = created["accessJwt"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{created}"))
-            .to_string();
-        let app: Value = http
-            .post(format!("{}/xrpc/com.atproto.server.createAppPassword", self.pds))
-            .bearer_auth(&jwt)
-            .json(&json!({"name": "musebot"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        User {
-            pds: self.pds.clone(),
-            did: created["did"].as_str().unwrap().to_string(),
-            handle,
-            jwt,
-            app_password: app["password"].as_str().unwrap().to_string(),
-            http,
-        }
+        self.user_of(http, created, handle).await
     }
 }
 
