@@ -6,6 +6,8 @@
 #
 #   scripts/package.sh            the release package
 #   MUSEBOT_PACKAGE_PROFILE=dev scripts/package.sh   the same package around the dev binary
+#   scripts/package.sh --tools    only install cargo-deb (scripts/test.sh does it while the
+#                                 tests run, niced, on one job)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck disable=SC1091
@@ -14,8 +16,11 @@ CARGO_DEB_VERSION=3.8.0
 TOOLS="$MUSEBOT_CACHE/tools"
 if ! "$TOOLS/bin/cargo-deb" --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
     echo "package: installing cargo-deb $CARGO_DEB_VERSION into $TOOLS" >&2
-    cargo install cargo-deb --locked --version "$CARGO_DEB_VERSION" --root "$TOOLS" >&2
+    # A target folder of its own: the suite's may be locked by its build.
+    CARGO_TARGET_DIR="$MUSEBOT_CACHE/tools-target" \
+        cargo install cargo-deb --locked --version "$CARGO_DEB_VERSION" --root "$TOOLS" >&2
 fi
+[[ "${1:-}" == --tools ]] && exit 0
 # MUSEBOT_PACKAGE_PROFILE (default release, what operators install): the test suite packages
 # the dev binary its own build already made (scripts/test.sh sets it), so a cold run does not
 # compile everything a second time for the package's checks. (cargo-deb 3.8 warns that a dev

@@ -11,7 +11,8 @@
 #   - `systemctl stop` while a job waits on the LLM: the job finishes within the grace, its
 #     reply is posted, and the daemon logs "stopped".
 # Runs only as root under CI=true or with MUSEBOT_TEST_SYSTEMD=1. Prints "systemd: N checks
-# passed" or the first failure, and exits non-zero on one.
+# passed" or the first failure, and exits non-zero on one. `--prepare` only installs
+# systemd-nspawn and debootstrap and makes the root (scripts/test.sh does it while it builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 checks=0
@@ -23,7 +24,30 @@ if [[ "${CI:-}" != true && "${MUSEBOT_TEST_SYSTEMD:-0}" != 1 ]]; then
 fi
 [[ $(id -u) == 0 ]] || fail "booting a container needs root"
 if ! command -v systemd-nspawn >/dev/null || ! command -v debootstrap >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q systemd-container debootstrap >/dev/null || fail "apt-get install systemd-container debootstrap"
+    # Waits for another apt (bootstrap.sh's) rather than failing on its lock.
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q systemd-container debootstrap >/dev/null \
+        || fail "apt-get install systemd-container debootstrap"
+fi
+CACHE="${MUSEBOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/musebot}"
+
+# The root file system, made once (a lock: test.sh's --prepare may still be making it).
+BASE="$CACHE/nspawn/bookworm"
+ROOTFS="rev=1 systemd systemd-sysv dbus tesseract-ocr tesseract-ocr-eng"
+mkdir -p "$CACHE/nspawn"
+exec 9>"$CACHE/nspawn/.lock"
+flock 9
+if [[ "$(cat "$BASE/.musebot-rootfs" 2>/dev/null)" != "$ROOTFS" ]]; then
+    echo "systemd: making a Debian 12 root with debootstrap (once; a few minutes)" >&2
+    rm -rf "$BASE"
+    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,tesseract-ocr,tesseract-ocr-eng \
+        bookworm "$BASE" http://deb.debian.org/debian >"$CACHE/nspawn/debootstrap.log" 2>&1 \
+        || { tail -20 "$CACHE/nspawn/debootstrap.log" >&2; fail "debootstrap"; }
+    echo "$ROOTFS" >"$BASE/.musebot-rootfs"
+fi
+flock -u 9
+if [[ "${1:-}" == --prepare ]]; then
+    echo "systemd: the container's root is ready"
+    exit 0
 fi
 PHOTO="../shared/data/images/mc_donalds_fee_1.jpg"
 [[ -f "$PHOTO" ]] || fail "$PHOTO is missing (the OCR check reads it)"
@@ -31,20 +55,6 @@ DEB=$(scripts/package.sh)
 ENV_FILE=$(scripts/setup-sandbox.sh)
 # shellcheck disable=SC1090
 source "$ENV_FILE"
-CACHE="${MUSEBOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/musebot}"
-
-# The root file system, made once.
-BASE="$CACHE/nspawn/bookworm"
-ROOTFS="rev=1 systemd systemd-sysv dbus tesseract-ocr tesseract-ocr-eng"
-if [[ "$(cat "$BASE/.musebot-rootfs" 2>/dev/null)" != "$ROOTFS" ]]; then
-    echo "systemd: making a Debian 12 root with debootstrap (once; a few minutes)" >&2
-    rm -rf "$BASE"
-    mkdir -p "$(dirname "$BASE")"
-    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,tesseract-ocr,tesseract-ocr-eng \
-        bookworm "$BASE" http://deb.debian.org/debian >"$CACHE/nspawn/debootstrap.log" 2>&1 \
-        || { tail -20 "$CACHE/nspawn/debootstrap.log" >&2; fail "debootstrap"; }
-    echo "$ROOTFS" >"$BASE/.musebot-rootfs"
-fi
 # nspawn keeps its propagation folder on a tmpfs (this host's /run is not one).
 mkdir -p /run/systemd/nspawn
 MOUNTED=""

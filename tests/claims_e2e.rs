@@ -87,7 +87,8 @@ async fn an_import_killed_mid_way_finishes_on_the_next_run_and_never_duplicates(
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path());
     let cfg_s = cfg.to_str().unwrap().to_string();
-    const N: usize = 4_000;
+    // Four batches of 500: three kills land after a commit and before the end.
+    const N: usize = 2_000;
     let mut reviews = snopes_jsonl(&data, N);
     // Two records that cannot be reviews, and one review twice.
     reviews.push(json!({"@type": "ClaimReview", "claimReviewed": "no URL", "url": "/relative/"}));
@@ -144,10 +145,10 @@ async fn an_import_killed_mid_way_finishes_on_the_next_run_and_never_duplicates(
     );
     assert!(out.contains("skipped 2"), "{out}");
     assert!(
-        out.contains("line 4001: no absolute http(s) url of the review"),
+        out.contains(&format!("line {}: no absolute http(s) url of the review", N + 1)),
         "{out}"
     );
-    assert!(out.contains("line 4002: no ClaimReview object"), "{out}");
+    assert!(out.contains(&format!("line {}: no ClaimReview object", N + 2)), "{out}");
     // What the killed runs committed is not imported again.
     let imported: usize = out
         .split("imported ")
