@@ -310,7 +310,7 @@ async fn with_corrections_by_edit_the_answer_itself_is_edited_and_its_history_ke
         .filter(|s| s["visibility"] != "direct")
         .collect();
     assert_eq!(public.len(), 1, "{public:#?}");
-    let metrics = daemon.http_get("/metrics").await;
+    let metrics = daemon.metrics_once("musebot_living_total{outcome=\"update\"} 1").await;
     assert!(
         metrics.contains("musebot_living_total{outcome=\"update\"} 1"),
         "{metrics}"

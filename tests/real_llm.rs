@@ -36,7 +36,7 @@ async fn a_real_local_llm_writes_the_posted_reply() {
         "a generated reply has words: {text}"
     );
     assert!(!body.contains("http"), "no URLs without evidence: {text}");
-    let log = daemon.log_text();
+    let log = daemon.log_once("reply posted").await;
     assert!(log.contains("reply posted"), "{log}");
     let asked = log
         .lines()

@@ -124,6 +124,32 @@ impl Daemon {
             .unwrap()
     }
 
+    /// The log once it holds `needle` (it is written after what it reports is visible
+    /// elsewhere, e.g. a posted reply), or as it is after 30 s.
+    pub async fn log_once(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let log = self.log_text();
+            if log.contains(needle) || std::time::Instant::now() > deadline {
+                return log;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// `/metrics` once it holds `needle` (counted just after the action it counts), or as it
+    /// is after 30 s.
+    pub async fn metrics_once(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let metrics = self.http_get("/metrics").await;
+            if metrics.contains(needle) || std::time::Instant::now() > deadline {
+                return metrics;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
