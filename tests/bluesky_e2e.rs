@@ -105,13 +105,8 @@ async fn start_moderated_bot(net: &'static Network, moderator: &str) -> Bot {
 }
 
 async fn wait_for_log(daemon: &Daemon, needle: &str) {
-    for _ in 0..200 {
-        if daemon.log_text().contains(needle) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("`{needle}` never logged:\n{}", daemon.log_text());
+    let log = daemon.log_once(needle).await;
+    assert!(log.contains(needle), "`{needle}` never logged:\n{log}");
 }
 
 /// The replies in a thread view, depth first, as (uri, record, parent uri).
@@ -1271,26 +1266,40 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
     // are back, the label is emitted once, the reply follows it, and the negation above
     // survived both restarts.
     net.ozone("ozone-stop").await;
-    let before = bob.records_of(&bot.user.did).await.len();
     let second = alice
         .post("Goldfish only remember the last three seconds.", None, json!([]), None)
         .await;
+    // The bot's posts under `second` (the withdrawal's acknowledgement may still be landing).
+    let under_second = |records: Vec<Value>| {
+        records
+            .into_iter()
+            .filter(|r| r["value"]["reply"]["root"]["uri"] == json!(second.uri))
+            .count()
+    };
     bob.mention(&bot.user, "is this true?", &second, &second).await;
     wait_for_log(&bot.daemon, "for emitEvent: UpstreamFailure").await;
     let mut bot = bot;
     let (dir, port) = (bot._dir.path().to_path_buf(), bot.daemon.health_port);
     bot.daemon.kill9();
     assert_eq!(
-        bob.records_of(&bot.user.did).await.len(),
-        before,
+        under_second(bob.records_of(&bot.user.did).await),
+        0,
         "no reply before its label (mentions = both: the label first)"
     );
     net.ozone("ozone-start").await;
     let cfg = std::fs::read_to_string(dir.join("bot-config.toml")).unwrap();
     let mut again = Daemon::start(&dir, &cfg, port);
     again.wait_connected().await;
-    bob.wait_for_records(&bot.user.did, before + 1, Duration::from_secs(90))
-        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while under_second(bob.records_of(&bot.user.did).await) == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(
+        under_second(bob.records_of(&bot.user.did).await),
+        1,
+        "one reply once the label is out:\n{}",
+        again.log_text()
+    );
     wait_until_seen(net, &second.uri, &labeler.did, "fc-false", true).await;
     let labels = served(&labeler.ozone, &second.uri, &labeler.did).await;
     assert_eq!(labels.len(), 1, "emitted once: {labels:#?}\n{}", again.log_text());

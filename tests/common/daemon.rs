@@ -127,27 +127,13 @@ impl Daemon {
     /// The log once it holds `needle` (it is written after what it reports is visible
     /// elsewhere, e.g. a posted reply), or as it is after 30 s.
     pub async fn log_once(&self, needle: &str) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let log = self.log_text();
-            if log.contains(needle) || std::time::Instant::now() > deadline {
-                return log;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        once_holding(needle, || async { self.log_text() }).await
     }
 
     /// `/metrics` once it holds `needle` (counted just after the action it counts), or as it
     /// is after 30 s.
     pub async fn metrics_once(&self, needle: &str) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let metrics = self.http_get("/metrics").await;
-            if metrics.contains(needle) || std::time::Instant::now() > deadline {
-                return metrics;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        once_holding(needle, || self.http_get("/metrics")).await
     }
 
     pub fn log_text(&self) -> String {
@@ -177,5 +163,21 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// What `read` gives once it holds `needle`, or what it gives after 30 s.
+async fn once_holding<F, Fut>(needle: &str, mut read: F) -> String
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = String>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = read().await;
+        if text.contains(needle) || Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
