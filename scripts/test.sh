@@ -51,8 +51,8 @@ if [[ $whole == 1 ]]; then
 fi
 set +e
 if [[ $whole == 1 ]]; then
-    # The whole suite: the binaries just built, longest first (scripts/test_lanes.py; one at a
-    # time unless MUSEBOT_TEST_LANES=2 asks for two).
+    # The whole suite: the binaries just built, longest first, two at a time
+    # (scripts/test_lanes.py; MUSEBOT_TEST_LANES=1 for one at a time).
     python3 scripts/test_lanes.py "$build_json" "$log"
     status=$?
 else

@@ -5,10 +5,11 @@
 
 CARGO_JSON is `cargo test --all-targets --no-run --message-format=json`'s output (the build
 test.sh already made); every test executable in it runs, from the repository root as cargo
-runs them, `LANES` at a time (default: MUSEBOT_TEST_LANES, else 1). Two at a time cut the
-tests' part of a cold run on 2 cores from 14.8 to ~11 min, but the binaries then compete for
-the cores (their summed time rose 887 → 1,245 s) and three timing-sensitive tests failed once
-under that load (fixed since, but not proven robust): opt in with MUSEBOT_TEST_LANES=2.
+runs them, `LANES` at a time (default: MUSEBOT_TEST_LANES, else 2). Two at a time cut the
+tests' part of a cold run on 2 cores from 14.8 to ~8 min (a cold run from a clean clone on a
+new machine: 18:09, all passed); the binaries compete for the cores (their summed time rose
+887 → ~1,100 s), which is why the tests wait for what they check (log lines, metrics, posts)
+instead of sleeping a fixed time. MUSEBOT_TEST_LANES=1 runs them one after another.
 Each binary's output is printed whole when it ends (never interleaved) and appended to LOG,
 longest first by the durations the last run recorded (in $MUSEBOT_CACHE), so the longest do not
 start last. Exits non-zero when any binary fails. Standard library only.
@@ -43,7 +44,7 @@ def executables(cargo_json):
 
 def main():
     cargo_json, log = sys.argv[1], sys.argv[2]
-    lanes = int(sys.argv[3] if len(sys.argv) > 3 else os.environ.get("MUSEBOT_TEST_LANES", "1"))
+    lanes = int(sys.argv[3] if len(sys.argv) > 3 else os.environ.get("MUSEBOT_TEST_LANES", "2"))
     cache = os.environ.get("MUSEBOT_CACHE") or os.path.expanduser("~/.cache/musebot")
     durations_file = os.path.join(cache, "test-durations.json")
     try:
