@@ -392,6 +392,67 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
     );
 }
 
+/// Muse's stopping rule, as the page step keeps it (issue 32): pages are read in order until
+/// `relevance.max_pages` pass relevance, and no further. A wave fetches at least four pages, but
+/// those fetched after enough were found are never extracted or scored ("not read"); before,
+/// the whole wave was read and the extra relevant pages dropped as "surplus".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_read_until_enough_are_relevant_and_no_further() {
+    let Some(LocalWeb { extra, post_text, .. }) = local_web_if_data().await else {
+        return;
+    };
+    let llm = ScriptedLlm::start(Script::routed(scripted_muse)).await;
+    let dir = tempfile::tempdir().unwrap();
+    // Every readable page is relevant (threshold 0), and two are enough.
+    assert!(extra.contains("[relevance]\n"));
+    let extra = extra.replace("[relevance]\n", "[relevance]\nthreshold = 0.0\nmax_pages = 2\n");
+    let cfg = daemon_config(
+        &dir.path().join("state"),
+        "http://127.0.0.1:9",
+        &llm.base_url,
+        free_port(),
+        &extra,
+    );
+    let cfg_path = dir.path().join("bot-config.toml");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+            .args(["check", &post_text, "--json", "--config", cfg_path.to_str().unwrap()])
+            .env("MUSEBOT_TEST_MASTODON_TOKEN", BOT_TOKEN)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["retrieval"];
+    let kept: Vec<&str> = r["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept.len(), 2, "{r:#}");
+    let reason_of = |d: &Value| d["reason"].to_string();
+    let dropped = r["dropped"].as_array().unwrap();
+    assert!(dropped.iter().all(|d| !reason_of(d).contains("surplus")), "{r:#}");
+    // Read and not kept: too short, too new, unreadable (none is of low relevance at threshold 0).
+    let read_dropped = dropped
+        .iter()
+        .filter(|d| {
+            ["too_short", "too_new", "unreadable"]
+                .iter()
+                .any(|k| reason_of(d).contains(k))
+        })
+        .count();
+    let not_read = dropped.iter().filter(|d| reason_of(d).contains("not_read")).count();
+    // The credible candidates (three credible hosts' real pages and the top-tier report) far
+    // outnumber two: the first wave's four were fetched, and at least the two after the pages
+    // kept were not read.
+    assert!(not_read >= 2, "{read_dropped} read and dropped: {r:#}");
+}
+
 /// A real local LLM (SmolLM2-135M via xllamacpp) drives every step — queries, evidence, reply —
 /// to a posted reply. Its quality is not asserted; the composer's rules are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -171,11 +171,17 @@ async fn kill_dash_nine_at_random_moments_loses_and_doubles_nothing() {
     let t = mock.post(ALICE_TOKEN, "Thread claim between-parts LONG", None).await;
     let tid = t["id"].as_str().unwrap().to_string();
     mock.post(BOB_TOKEN, "@musebot is this true? between", Some(&tid)).await;
-    let seen = daemon
-        .wait_for_replies(&mock, Duration::from_secs(60), |s| {
-            s.iter().any(|p| p["in_reply_to_id"].as_str() == Some(tid.as_str()))
-        })
-        .await;
+    // Polled every 25 ms, not wait_for_replies' 400: part 3 lands ~400 ms after part 1, and
+    // under a loaded machine a 400 ms poll once let the whole thread through before the kill.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        let s = mock.bot_statuses().await;
+        if s.iter().any(|p| p["in_reply_to_id"].as_str() == Some(tid.as_str())) {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "no part 1 within 60 s: {s:#?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
     daemon.kill9();
     let first = seen
         .iter()

@@ -44,9 +44,12 @@ pub enum DropReason {
     LowRelevance,
     NoEvidence,
     NotReached,
-    /// Enough relevant pages were found before this one's turn; it was not fetched.
+    /// Enough relevant pages were found before this one's turn; it was not read (fetched at
+    /// most, in the last wave).
     NotRead,
-    /// Relevant, but the last wave brought more than `relevance.max_pages` and it ranked lower.
+    /// Relevant, but more than `relevance.max_pages` pages were read and it ranked lower. The
+    /// page step no longer reads past the pages it needs; kept so retrievals stored before
+    /// still load.
     Surplus,
     /// Someone's post on a social network: never cited, whoever hosts it.
     SocialPost,

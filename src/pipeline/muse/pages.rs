@@ -1,8 +1,9 @@
-//! Step 3, pages: candidates are read tier first (search order within a tier) in waves until
-//! `relevance.max_pages` pages pass relevance; the rest are never fetched ("not read") and the
-//! last wave's extra relevant pages are "surplus". A wave is fetched through the SSRF guard
-//! [`FETCH_PARALLEL`] at a time and extracted on blocking threads (a panic in the extractor
-//! costs that page only); each page is cut into passages, a BM25 prefilter of the post's words
+//! Step 3, pages: candidates are read tier first (search order within a tier) until
+//! `relevance.max_pages` pages pass relevance, and no further (Muse's stopping rule). They are
+//! fetched in waves through the SSRF guard, [`FETCH_PARALLEL`] at a time; a wave's pages are
+//! read in order, as many at once as are still needed (the first as they arrive), each
+//! extracted on a blocking thread (a panic in the extractor costs that page only); pages past
+//! the last one needed are "not read" (never extracted or embedded, fetched at most). Each page is cut into passages, a BM25 prefilter of the post's words
 //! keeps the best few, only those are embedded, and a page scores its best passage's cosine.
 //! For a post with images, a page whose main image is the post's picture ([`super::visual`]) is
 //! relevant whatever its text scores. A post not in English is scored by the multilingual
@@ -157,8 +158,13 @@ async fn score_claims(
 }
 
 /// Reads candidates tier first (search order within a tier) in waves, until
-/// `relevance.max_pages` pages pass the relevance threshold; the rest are not fetched.
-/// Extraction and embedding run on blocking threads. Kept pages: tier, then relevance.
+/// `relevance.max_pages` pages pass the relevance threshold, and no further (Muse's stopping
+/// rule). A wave is fetched at once (at least [`FETCH_PARALLEL`] pages, so one failed fetch does
+/// not cost another round trip); its pages are read in order, as many at a time as are still
+/// needed (those the wave surely reads as they arrive, the rest when their turn comes; each
+/// extracted on a blocking thread), then scored, and a page fetched after enough were found is
+/// never extracted or embedded ("not read"): CPU goes only to pages that could still count.
+/// Kept pages: tier, then relevance.
 #[allow(clippy::too_many_arguments)]
 async fn read_pages(
     m: &Muse,
@@ -179,63 +185,88 @@ async fn read_pages(
     }
     let scale = Scale::for_post(m, post, &post_text, queries);
     let max_pages = m.relevance.max_pages.max(1);
+    let want_main_image = !pictures.hashes.is_empty();
     let mut post_vec: Option<Vec<f32>> = None;
     let mut kept = Vec::new();
     let mut rest = candidates.into_iter();
-    loop {
+    while kept.len() < max_pages {
         let wave: Vec<Candidate> = rest
             .by_ref()
-            .take((max_pages.saturating_sub(kept.len())).max(FETCH_PARALLEL))
+            .take((max_pages - kept.len()).max(FETCH_PARALLEL))
             .collect();
         if wave.is_empty() {
             break;
         }
-        let readable = match &post_vec {
-            Some(_) => fetch_wave(m, wave, before, !pictures.hashes.is_empty(), dropped, tally).await,
+        // The pages this wave surely reads are extracted as they arrive; the rest wait.
+        let reading = Reading {
+            eager: max_pages - kept.len(),
+            before,
+            want_main_image,
+        };
+        let fetched = match &post_vec {
+            Some(_) => fetch_wave(m, wave, &reading, dropped, tally).await,
             None => {
                 // The post is embedded while the first wave downloads.
-                let (vector, readable) = tokio::join!(
+                let (vector, fetched) = tokio::join!(
                     embed(&scale.embedder, vec![post_text.clone()]),
-                    fetch_wave(m, wave, before, !pictures.hashes.is_empty(), dropped, tally)
+                    fetch_wave(m, wave, &reading, dropped, tally)
                 );
                 post_vec = vector?.pop();
-                readable
+                fetched
             }
         };
         let post_vec = post_vec
             .as_deref()
             .ok_or_else(|| PipelineError::Relevance("no embedding for the post".into()))?;
-        kept.extend(score_wave(m, &scale, post_vec, pictures, readable, dropped).await?);
-        if kept.len() >= max_pages {
-            dropped.extend(rest.by_ref().map(|c| Dropped {
-                url: c.url,
-                reason: DropReason::NotRead,
-            }));
-            break;
+        let mut fetched = fetched.into_iter();
+        while kept.len() < max_pages {
+            let turn: Vec<(Candidate, Pending)> = fetched.by_ref().take(max_pages - kept.len()).collect();
+            if turn.is_empty() {
+                break;
+            }
+            let readable = read_turn(turn, &reading, dropped).await;
+            kept.extend(score_turn(m, &scale, post_vec, pictures, readable, dropped).await?);
         }
+        // Enough were found: what this wave fetched beyond them is not read.
+        dropped.extend(fetched.map(|(c, _)| Dropped {
+            url: c.url,
+            reason: DropReason::NotRead,
+        }));
     }
+    dropped.extend(rest.map(|c| Dropped {
+        url: c.url,
+        reason: DropReason::NotRead,
+    }));
     kept.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.relevance.total_cmp(&a.relevance)));
-    // The last wave may bring more than needed: the evidence step reads the best max_pages.
-    for extra in kept.split_off(max_pages.min(kept.len())) {
-        dropped.push(Dropped {
-            url: extra.url,
-            reason: DropReason::Surplus,
-        });
-    }
     Ok(kept)
 }
 
-/// Fetches and extracts one wave of candidates, [`FETCH_PARALLEL`] at a time.
+/// How a wave's pages are read: the first `eager` (those the wave surely reads) as soon as
+/// each arrives, the rest only when their turn comes.
+struct Reading {
+    eager: usize,
+    before: Option<DateTime<Utc>>,
+    want_main_image: bool,
+}
+
+/// A fetched page: read as it arrived, or waiting for its turn.
+enum Pending {
+    Read(Read),
+    Unread(crate::fetch::Fetched),
+}
+
+/// Fetches one wave of candidates, [`FETCH_PARALLEL`] at a time, in the wave's order (a page
+/// that redirected is judged where it landed: cited there, at that publisher's tier), and
+/// reads the first `reading.eager` as they arrive. Pages that failed are dropped with why.
 async fn fetch_wave(
     m: &Muse,
     wave: Vec<Candidate>,
-    before: Option<DateTime<Utc>>,
-    want_main_image: bool,
+    reading: &Reading,
     dropped: &mut Vec<Dropped>,
     tally: &mut Tally,
-) -> Vec<(Candidate, extract::Page, Option<String>)> {
-    let fetched: Vec<(String, Candidate, Result<Read, Miss>)> = stream::iter(wave)
-        .map(|mut c| async move {
+) -> Vec<(Candidate, Pending)> {
+    let fetched: Vec<(String, Candidate, Result<Pending, Miss>)> = stream::iter(wave.into_iter().enumerate())
+        .map(|(i, mut c)| async move {
             let asked = c.url.clone();
             let page = match m.fetcher.fetch(&c.url).await {
                 Ok(f) if f.url.as_str() != c.url => match m.citable(f.url.as_str()) {
@@ -246,31 +277,63 @@ async fn fetch_wave(
                         c.url = f.url.to_string();
                         c.domain = domain;
                         c.tier = tier;
-                        read_fetched(f, &c.url, before, want_main_image).await
+                        Ok(f)
                     }
                     Err(why) => Err((DropReason::Redirected(format!("{} ({})", f.url, why.as_str())), false)),
                 },
-                Ok(f) => read_fetched(f, &c.url, before, want_main_image).await,
+                Ok(f) => Ok(f),
                 Err(e) if e.reason() == "blocked" => Err((DropReason::Blocked(e.to_string()), false)),
                 Err(e) => Err((DropReason::Unreachable(e.to_string()), e.is_outage())),
+            };
+            let page = match page {
+                Ok(f) if i < reading.eager => read_fetched(f, &c.url, reading.before, reading.want_main_image)
+                    .await
+                    .map(Pending::Read),
+                Ok(f) => Ok(Pending::Unread(f)),
+                Err(miss) => Err(miss),
             };
             (asked, c, page)
         })
         .buffered(FETCH_PARALLEL)
         .collect()
         .await;
-    let mut readable = Vec::new();
+    let mut pages = Vec::new();
     for (asked, c, page) in fetched {
         tally.tried += 1;
         if asked != c.url {
             tally.redirects.push((asked, c.url.clone()));
         }
         match page {
-            Ok((p, main)) => readable.push((c, p, main)),
+            Ok(p) => pages.push((c, p)),
             Err((reason, outage)) => {
                 tally.outages += usize::from(outage);
                 dropped.push(Dropped { url: c.url, reason });
             }
+        }
+    }
+    pages
+}
+
+/// Reads one turn of fetched pages: those not read yet each extracted on a blocking thread of
+/// its own (all at once) and checked for length and date; the readable ones in the turn's order.
+async fn read_turn(
+    turn: Vec<(Candidate, Pending)>,
+    reading: &Reading,
+    dropped: &mut Vec<Dropped>,
+) -> Vec<(Candidate, extract::Page, Option<String>)> {
+    let read = futures_util::future::join_all(turn.into_iter().map(|(c, pending)| async move {
+        let page = match pending {
+            Pending::Read(read) => Ok(read),
+            Pending::Unread(f) => read_fetched(f, &c.url, reading.before, reading.want_main_image).await,
+        };
+        (c, page)
+    }))
+    .await;
+    let mut readable = Vec::new();
+    for (c, page) in read {
+        match page {
+            Ok((p, main)) => readable.push((c, p, main)),
+            Err((reason, _)) => dropped.push(Dropped { url: c.url, reason }),
         }
     }
     readable
@@ -306,9 +369,9 @@ async fn read_fetched(
     }
 }
 
-/// Scores pages by their best passage among those the lexical prefilter picks; keeps those
+/// Scores a turn's pages by their best passage among those the lexical prefilter picks; keeps those
 /// at or above the threshold with their most relevant passages, in page order.
-async fn score_wave(
+async fn score_turn(
     m: &Muse,
     scale: &Scale,
     post_vec: &[f32],
