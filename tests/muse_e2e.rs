@@ -214,6 +214,19 @@ test_resolve = [{}]
     }
 }
 
+/// `musebot check TEXT --json --config CFG`, run off the async workers.
+async fn check_json(cfg_path: PathBuf, text: String) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+            .args(["check", &text, "--json", "--config", cfg_path.to_str().unwrap()])
+            .env("MUSEBOT_TEST_MASTODON_TOKEN", BOT_TOKEN)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
 /// The mock, the daemon and the conversation of one test run.
 struct Asked {
     mock: MockMastodon,
@@ -323,16 +336,6 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
 
     // The same post through `musebot check --json`: the trace shows every decision.
     let cfg_path = dir.path().join("bot-config.toml");
-    let check = |cfg_path: std::path::PathBuf, post_text: String| async move {
-        tokio::task::spawn_blocking(move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
-                .args(["check", &post_text, "--json", "--config", cfg_path.to_str().unwrap()])
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap()
-    };
     // An operator's blocked domain is never read or cited: its links are dropped at search.
     let blocked_cfg = dir.path().join("blocked.toml");
     let cfg_text = std::fs::read_to_string(&cfg_path).unwrap();
@@ -341,7 +344,7 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
         format!("{cfg_text}\n[moderation]\nblocked_domains = [\"wsj.com\"]\n"),
     )
     .unwrap();
-    let out = check(blocked_cfg, post_text.clone()).await;
+    let out = check_json(blocked_cfg, post_text.clone()).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let blocked: Vec<&Value> = v["retrieval"]["dropped"]
@@ -364,7 +367,7 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
         "{v:#}"
     );
     assert!(!v["parts"].to_string().contains("wsj.com"), "{v:#}");
-    let out = check(cfg_path, post_text).await;
+    let out = check_json(cfg_path, post_text).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &v["retrieval"];
@@ -415,15 +418,7 @@ async fn pages_are_read_until_enough_are_relevant_and_no_further() {
     );
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, cfg).unwrap();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
-            .args(["check", &post_text, "--json", "--config", cfg_path.to_str().unwrap()])
-            .env("MUSEBOT_TEST_MASTODON_TOKEN", BOT_TOKEN)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let out = check_json(cfg_path, post_text).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &v["retrieval"];
