@@ -444,27 +444,50 @@ async fn breakdown(
     let extract = ms(t);
     let t = Instant::now();
     let cfg = &muse.relevance;
-    let passages: Vec<String> = texts
+    // Each page's prefiltered passages, best BM25 first (as the step ranks them).
+    let ranked: Vec<Vec<String>> = texts
         .iter()
-        .flat_map(|text| {
+        .map(|text| {
             let all = musebot::relevance::passages(text, cfg.passage_words);
-            musebot::relevance::lexical_top(post, &all, cfg.prefilter)
+            musebot::relevance::lexical_ranked(post, &all, cfg.prefilter)
                 .into_iter()
-                .map(move |i| all[i].clone())
+                .map(|i| all[i].clone())
+                .collect()
         })
         .collect();
     let cut = ms(t);
+    let first = if cfg.prefilter_first == 0 {
+        usize::MAX
+    } else {
+        cfg.prefilter_first
+    };
+    let passages: Vec<String> = ranked.iter().flat_map(|p| p.iter().take(first).cloned()).collect();
     let t = Instant::now();
     let _ = tokenizer.encode_batch(passages.iter().map(String::as_str).collect::<Vec<_>>(), true);
     let tokenise = ms(t);
+    // Embedded as the step does: the first passages of every page, and the rest of the pages
+    // those leave below the threshold, in one staged run.
     let t = Instant::now();
     let embedder = muse.embedder.clone();
     let post_text = post.to_string();
+    let threshold = cfg.threshold;
+    let groups: Vec<musebot::relevance::Staged> = ranked
+        .iter()
+        .map(|p| musebot::relevance::Staged {
+            first: p.iter().take(first).cloned().collect(),
+            rest: p.iter().skip(first).cloned().collect(),
+        })
+        .collect();
     let (post_vec, vectors) = tokio::task::spawn_blocking(move || {
-        (
-            embedder.embed(&[post_text]).unwrap().pop().unwrap(),
-            embedder.embed(&passages).unwrap(),
-        )
+        let post_vec = embedder.embed(&[post_text]).unwrap().pop().unwrap();
+        let vectors = embedder
+            .embed_staged(&groups, |_, first| {
+                first
+                    .iter()
+                    .all(|v| musebot::relevance::cosine(&post_vec, v) < threshold)
+            })
+            .unwrap();
+        (post_vec, vectors.into_iter().flatten().collect::<Vec<_>>())
     })
     .await
     .unwrap();

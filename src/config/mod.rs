@@ -468,6 +468,25 @@ mod tests {
     }
 
     #[test]
+    fn prefilter_first_must_leave_the_evidence_its_passages() {
+        let mut c = Config::default();
+        c.relevance.prefilter_first = 1;
+        let problems = c.validate();
+        let p = problems
+            .iter()
+            .find(|p| p.key == "relevance.prefilter_first")
+            .expect("named");
+        assert!(p.to_string().contains("max_passages"), "{p}");
+        for ok in [0, 2, 3, 5] {
+            c.relevance.prefilter_first = ok;
+            assert!(
+                c.validate().iter().all(|p| p.key != "relevance.prefilter_first"),
+                "{ok}"
+            );
+        }
+    }
+
+    #[test]
     fn eval_settings_name_their_key_and_the_fix() {
         let mut c = Config::default();
         c.daemon.pipeline = PipelineMode::Baseline;

@@ -343,6 +343,13 @@ fn relevance(c: &Config, p: &mut Problems) {
             "use at least 1, and no more than relevance.prefilter (or prefilter = 0, no prefilter)",
         );
     }
+    if r.prefilter_first != 0 && r.prefilter_first < r.prefilter && r.prefilter_first < r.max_passages {
+        p.bad(
+            "relevance.prefilter_first",
+            format!("is {} with max_passages {}", r.prefilter_first, r.max_passages),
+            "use at least relevance.max_passages (a passing page sends that many to the evidence step), or 0 to embed the prefilter's passages all at once",
+        );
+    }
     if r.max_pages == 0 {
         p.bad(
             "relevance.max_pages",

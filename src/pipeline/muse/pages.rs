@@ -3,8 +3,11 @@
 //! fetched in waves through the SSRF guard, [`FETCH_PARALLEL`] at a time; a wave's pages are
 //! read in order, as many at once as are still needed (the first as they arrive), each
 //! extracted on a blocking thread (a panic in the extractor costs that page only); pages past
-//! the last one needed are "not read" (never extracted or embedded, fetched at most). Each page is cut into passages, a BM25 prefilter of the post's words
-//! keeps the best few, only those are embedded, and a page scores its best passage's cosine.
+//! the last one needed are "not read" (never extracted or embedded, fetched at most). Each
+//! page is cut into passages, a BM25 prefilter of the post's words keeps the best few
+//! (`relevance.prefilter`), only those are embedded — the best `relevance.prefilter_first` by
+//! BM25 first, the others only for a page those leave below the threshold
+//! ([`passage_cosines`]) — and a page scores its best embedded passage's cosine.
 //! For a post with images, a page whose main image is the post's picture ([`super::visual`]) is
 //! relevant whatever its text scores. A post not in English is scored by the multilingual
 //! model when one is configured ([`Scale`]). The claim each kept page's fact-check reviewed is
@@ -396,34 +399,31 @@ async fn score_turn(
     let mains: Vec<Option<String>> = readable.iter().map(|(_, _, main)| main.clone()).collect();
     let readable: Vec<(Candidate, extract::Page)> = readable.into_iter().map(|(c, p, _)| (c, p)).collect();
     // Cutting and ranking passages is CPU work on untrusted text: off the async workers, on
-    // at most the first READ_WORDS words of each page.
+    // at most the first READ_WORDS words of each page. Each page's prefiltered passages, best
+    // BM25 score first, with their place in the page.
     let texts: Vec<String> = readable.iter().map(|(_, p)| first_words(&p.text, READ_WORDS)).collect();
     let (query, words, prefilter) = (scale.query.clone(), cfg.passage_words, cfg.prefilter);
-    let per_page: Vec<Vec<String>> = tokio::task::spawn_blocking(move || {
+    let per_page: Vec<Vec<(usize, String)>> = tokio::task::spawn_blocking(move || {
         texts
             .iter()
             .map(|text| {
                 let all = relevance::passages(text, words);
-                let top = relevance::lexical_top(&query, &all, prefilter);
-                top.into_iter().map(|i| all[i].clone()).collect()
+                relevance::lexical_ranked(&query, &all, prefilter)
+                    .into_iter()
+                    .map(|i| (i, all[i].clone()))
+                    .collect()
             })
             .collect()
     })
     .await
     .map_err(|e| PipelineError::Relevance(e.to_string()))?;
-    let vectors = embed(&scale.embedder, per_page.iter().flatten().cloned().collect()).await?;
-    let mut vectors = vectors.iter();
+    let same_picture: Vec<bool> = matches.iter().map(|m| m.is_some_and(|(_, same)| same)).collect();
+    let cosines = passage_cosines(scale, post_vec, &per_page, &same_picture, cfg.prefilter_first).await?;
     let mut kept = Vec::new();
-    for ((((c, page), passages), image_match), main_image) in readable.into_iter().zip(per_page).zip(matches).zip(mains)
+    for (((((c, page), passages), image_match), main_image), cosines) in
+        readable.into_iter().zip(per_page).zip(matches).zip(mains).zip(cosines)
     {
-        let mut scored: Vec<(usize, f32)> = (0..passages.len())
-            .map(|i| {
-                (
-                    i,
-                    relevance::cosine(post_vec, vectors.next().expect("one vector per passage")),
-                )
-            })
-            .collect();
+        let mut scored: Vec<(usize, f32)> = cosines.into_iter().enumerate().collect();
         let best = scored.iter().map(|s| s.1).fold(f32::MIN, f32::max);
         let same_picture = image_match.is_some_and(|(_, same)| same);
         if best < scale.threshold && !same_picture {
@@ -435,8 +435,9 @@ async fn score_turn(
             continue;
         }
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        // The best ones, in page order.
         let mut top: Vec<usize> = scored.iter().take(cfg.max_passages).map(|s| s.0).collect();
-        top.sort_unstable();
+        top.sort_unstable_by_key(|&i| passages[i].0);
         kept.push(KeptPage {
             url: c.url,
             title: page.title,
@@ -444,7 +445,7 @@ async fn score_turn(
             tier: c.tier,
             published: page.date,
             relevance: best,
-            passages: top.into_iter().map(|i| passages[i].clone()).collect(),
+            passages: top.into_iter().map(|i| passages[i].1.clone()).collect(),
             words: page.word_count,
             image_match: image_match.filter(|(_, same)| *same).and_then(|(cl, _)| cl.bits),
             image_cosine: image_match.and_then(|(cl, _)| cl.cosine),
@@ -453,6 +454,49 @@ async fn score_turn(
         });
     }
     Ok(kept)
+}
+
+/// Each page's cosines with the post, one per passage embedded, in `per_page`'s order (best
+/// BM25 first): the first `first` passages of every page, and the rest only for the pages those
+/// leave below the threshold ([`needs_rest`]), all in one run of the sessions with no wait
+/// between the stages ([`relevance::Embedder::embed_staged`]). A page passes exactly when it
+/// would with all its passages embedded. `first` 0: all at once.
+async fn passage_cosines(
+    scale: &Scale,
+    post_vec: &[f32],
+    per_page: &[Vec<(usize, String)>],
+    same_picture: &[bool],
+    first: usize,
+) -> Result<Vec<Vec<f32>>, PipelineError> {
+    let first = if first == 0 { usize::MAX } else { first };
+    let groups: Vec<relevance::Staged> = per_page
+        .iter()
+        .map(|p| relevance::Staged {
+            first: p.iter().take(first).map(|(_, t)| t.clone()).collect(),
+            rest: p.iter().skip(first).map(|(_, t)| t.clone()).collect(),
+        })
+        .collect();
+    let (post, threshold, same) = (post_vec.to_vec(), scale.threshold, same_picture.to_vec());
+    let embedder = scale.embedder.clone();
+    let vectors = tokio::task::spawn_blocking(move || {
+        embedder.embed_staged(&groups, |g, vectors| {
+            let cosines: Vec<f32> = vectors.iter().map(|v| relevance::cosine(&post, v)).collect();
+            needs_rest(same[g], &cosines, threshold)
+        })
+    })
+    .await
+    .map_err(|e| PipelineError::Relevance(e.to_string()))?
+    .map_err(|e| PipelineError::Relevance(e.to_string()))?;
+    Ok(vectors
+        .iter()
+        .map(|page| page.iter().map(|v| relevance::cosine(post_vec, v)).collect())
+        .collect())
+}
+
+/// Whether a page's other passages must be embedded too: it is not kept for its picture, and
+/// its first passages all score below `threshold`.
+fn needs_rest(same_picture: bool, first: &[f32], threshold: f32) -> bool {
+    !same_picture && first.iter().all(|c| *c < threshold)
 }
 
 /// The model, threshold and prefilter query one post's pages are scored with: for a post in
@@ -539,6 +583,14 @@ mod tests {
         assert_eq!(first_words("a b", 3), "a b");
         let long = "word ".repeat(100_000);
         assert_eq!(first_words(&long, READ_WORDS).split_whitespace().count(), READ_WORDS);
+    }
+
+    #[test]
+    fn only_pages_their_first_passages_leave_below_the_threshold_embed_the_rest() {
+        assert!(needs_rest(false, &[0.1, 0.2], 0.28));
+        assert!(!needs_rest(false, &[0.1, 0.5], 0.28), "passes on its first passages");
+        assert!(!needs_rest(false, &[0.28, 0.0], 0.28), "at the threshold it passes");
+        assert!(!needs_rest(true, &[0.1, 0.2], 0.28), "kept for its picture");
     }
 
     #[test]
