@@ -56,7 +56,9 @@ impl Embedder {
                 work.queue.extend((0..groups[g].rest.len()).map(|i| (g, i)));
             }
         }
-        let k = self.sessions.len().min(work.queue.len()).max(1);
+        // As many sessions as texts there could be (a group's rest may join later).
+        let texts: usize = groups.iter().map(|g| g.first.len() + g.rest.len()).sum();
+        let k = self.sessions.len().min(texts).max(1);
         let state = (Mutex::new(work), std::sync::Condvar::new());
         let worker = |share: usize| {
             let mut session = self.sessions[share]
