@@ -456,12 +456,11 @@ async fn breakdown(
         })
         .collect();
     let cut = ms(t);
-    let first = if cfg.prefilter_first == 0 {
-        usize::MAX
-    } else {
-        cfg.prefilter_first
-    };
-    let passages: Vec<String> = ranked.iter().flat_map(|p| p.iter().take(first).cloned()).collect();
+    let groups: Vec<musebot::relevance::Staged> = ranked
+        .into_iter()
+        .map(|p| musebot::relevance::Staged::split(p, cfg.prefilter_first))
+        .collect();
+    let passages: Vec<String> = groups.iter().flat_map(|g| g.first.iter().cloned()).collect();
     let t = Instant::now();
     let _ = tokenizer.encode_batch(passages.iter().map(String::as_str).collect::<Vec<_>>(), true);
     let tokenise = ms(t);
@@ -471,13 +470,6 @@ async fn breakdown(
     let embedder = muse.embedder.clone();
     let post_text = post.to_string();
     let threshold = cfg.threshold;
-    let groups: Vec<musebot::relevance::Staged> = ranked
-        .iter()
-        .map(|p| musebot::relevance::Staged {
-            first: p.iter().take(first).cloned().collect(),
-            rest: p.iter().skip(first).cloned().collect(),
-        })
-        .collect();
     let (post_vec, vectors) = tokio::task::spawn_blocking(move || {
         let post_vec = embedder.embed(&[post_text]).unwrap().pop().unwrap();
         let vectors = embedder

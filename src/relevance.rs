@@ -5,7 +5,8 @@
 //! token ids and row splits (Universal Sentence Encoder multilingual v3: a post in one language
 //! against pages in another; `scripts/convert_use_m3.py`). A page is cut into short
 //! passages; a lexical prefilter (BM25 of the post's terms, [`lexical_top`]) picks the few worth
-//! embedding, so the model runs on a handful of passages per page instead of all of them. A page
+//! embedding, so the model runs on a handful of passages per page instead of all of them, in
+//! two stages where the first decides ([`staged`]). A page
 //! is scored by its best embedded passage; the best ones are what the evidence stage reads.
 //! A model file `musebot models install` recorded is loaded only with its recorded SHA-256
 //! (`crate::pins::verify`).

@@ -14,13 +14,24 @@ pub struct Staged {
     pub rest: Vec<String>,
 }
 
+impl Staged {
+    /// `texts` in order, the first `first` of them embedded first (0: all of them).
+    pub fn split(mut texts: Vec<String>, first: usize) -> Staged {
+        let at = if first == 0 {
+            texts.len()
+        } else {
+            first.min(texts.len())
+        };
+        let rest = texts.split_off(at);
+        Staged { first: texts, rest }
+    }
+}
+
 /// The shared work list of [`Embedder::embed_staged`].
 struct Work {
     /// (group, text index within the group: first ones, then the rest).
     queue: std::collections::VecDeque<(usize, usize)>,
     vectors: Vec<Vec<Option<Vec<f32>>>>,
-    /// First texts of each group not embedded yet.
-    waiting: Vec<usize>,
     in_flight: usize,
     failed: Option<RelevanceError>,
 }
@@ -38,22 +49,20 @@ impl Embedder {
         let mut work = Work {
             queue: Default::default(),
             vectors: groups.iter().map(|_| Vec::new()).collect(),
-            waiting: groups.iter().map(|g| g.first.len()).collect(),
             in_flight: 0,
             failed: None,
         };
-        let mut decided = Vec::new();
+        // A group's rest joins the list once its first texts are decided on (at once when it
+        // has none).
+        let rest_of = |g: usize| {
+            let at = groups[g].first.len();
+            (at..at + groups[g].rest.len()).map(move |j| (g, j))
+        };
         for (g, group) in groups.iter().enumerate() {
             work.vectors[g] = vec![None; group.first.len() + group.rest.len()];
             work.queue.extend((0..group.first.len()).map(|i| (g, i)));
-            if group.first.is_empty() {
-                decided.push(g);
-            }
-        }
-        // A group with no first text is decided on nothing.
-        for g in decided {
-            if !groups[g].rest.is_empty() && needs_rest(g, &[]) {
-                work.queue.extend((0..groups[g].rest.len()).map(|i| (g, i)));
+            if group.first.is_empty() && !group.rest.is_empty() && needs_rest(g, &[]) {
+                work.queue.extend(rest_of(g));
             }
         }
         // As many sessions as texts there could be (a group's rest may join later).
@@ -96,16 +105,12 @@ impl Embedder {
                 match vector {
                     Ok(v) => {
                         work.vectors[g][i] = Some(v);
-                        if i < group.first.len() {
-                            work.waiting[g] -= 1;
-                            if work.waiting[g] == 0 && !group.rest.is_empty() {
-                                let first: Vec<Vec<f32>> =
-                                    work.vectors[g][..group.first.len()].iter().flatten().cloned().collect();
-                                let decide = std::panic::AssertUnwindSafe(|| needs_rest(g, &first));
-                                if std::panic::catch_unwind(decide).unwrap_or(true) {
-                                    let at = group.first.len();
-                                    work.queue.extend((at..at + group.rest.len()).map(|j| (g, j)));
-                                }
+                        let first = &work.vectors[g][..group.first.len()];
+                        if i < group.first.len() && !group.rest.is_empty() && first.iter().all(Option::is_some) {
+                            let first: Vec<Vec<f32>> = first.iter().flatten().cloned().collect();
+                            let decide = std::panic::AssertUnwindSafe(|| needs_rest(g, &first));
+                            if std::panic::catch_unwind(decide).unwrap_or(true) {
+                                work.queue.extend(rest_of(g));
                             }
                         }
                     }

@@ -468,13 +468,9 @@ async fn passage_cosines(
     same_picture: &[bool],
     first: usize,
 ) -> Result<Vec<Vec<f32>>, PipelineError> {
-    let first = if first == 0 { usize::MAX } else { first };
     let groups: Vec<relevance::Staged> = per_page
         .iter()
-        .map(|p| relevance::Staged {
-            first: p.iter().take(first).map(|(_, t)| t.clone()).collect(),
-            rest: p.iter().skip(first).map(|(_, t)| t.clone()).collect(),
-        })
+        .map(|p| relevance::Staged::split(p.iter().map(|(_, t)| t.clone()).collect(), first))
         .collect();
     let (post, threshold, same) = (post_vec.to_vec(), scale.threshold, same_picture.to_vec());
     let embedder = scale.embedder.clone();
