@@ -345,7 +345,7 @@ def main():
             sel = lexical_ranked(q, [terms(x) for x in texts], a.prefilter)
             # The first passages by BM25 are embedded first; the rest only when those leave
             # the page below the threshold (the pass decision is the same as embedding all).
-            first = max(a.prefilter_first, 1) if a.prefilter > 0 else len(sel)
+            first = a.prefilter_first if a.prefilter_first > 0 else len(sel)  # 0: all at once, as Staged::split
             if (vecs[sel[:first]] @ Eq[qi]).max() >= t:
                 sel = sel[:first]
             sc = vecs[sel] @ Eq[qi]

@@ -258,13 +258,7 @@ impl Embedder {
                 .iter()
                 .skip(share)
                 .step_by(k)
-                .map(|&i| {
-                    let v = match self.kind {
-                        Kind::TokenEmbeddings => embed_one(&mut session, &encodings[i])?,
-                        Kind::SentenceEmbeddings => embed_sentence(&mut session, &encodings[i])?,
-                    };
-                    Ok((i, v))
-                })
+                .map(|&i| Ok((i, self.run(&mut session, &encodings[i])?)))
                 .collect()
         };
         let shares: Vec<Share> = if k == 1 {
@@ -288,6 +282,14 @@ impl Embedder {
             }
         }
         Ok(out)
+    }
+
+    /// One tokenised text through one of the sessions, as this kind of model takes it.
+    fn run(&self, session: &mut Session, encoding: &Encoding) -> Result<Vec<f32>, RelevanceError> {
+        match self.kind {
+            Kind::TokenEmbeddings => embed_one(session, encoding),
+            Kind::SentenceEmbeddings => embed_sentence(session, encoding),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 
-use super::{embed_one, embed_sentence, Embedder, Kind, RelevanceError};
+use super::{Embedder, RelevanceError};
 
 /// A group of texts embedded in two stages ([`Embedder::embed_staged`]): `first`, then `rest`
 /// only when the decision on the first ones' vectors asks for it.
@@ -94,10 +94,7 @@ impl Embedder {
                         .tokenizer
                         .encode(text.as_str(), true)
                         .map_err(|e| RelevanceError::Run(e.to_string()))?;
-                    match self.kind {
-                        Kind::TokenEmbeddings => embed_one(&mut session, &encoding),
-                        Kind::SentenceEmbeddings => embed_sentence(&mut session, &encoding),
-                    }
+                    self.run(&mut session, &encoding)
                 }))
                 .unwrap_or_else(|_| Err(RelevanceError::Run("embedding panicked".into())));
                 work = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
