@@ -4,10 +4,13 @@
 //! JSONL of `ClaimReview` objects, the Fact Check Tools API's answer (`claims[].claimReview[]`),
 //! and CSV with named columns (a header row; the names below, in any case). Each record
 //! becomes an [`Entry`] or a [`Skip`] naming where it was and why; nothing in a record is
-//! anything but data. Bounded: a JSON document is read whole up to [`MAX_JSON_BYTES`]; JSONL
-//! and CSV are read a record at a time, each line up to [`MAX_LINE_BYTES`].
+//! anything but data. Bounded: a JSON document is streamed a piece at a time (an item of its
+//! array, an element of a `DataFeed`), each piece up to [`MAX_JSON_PIECE_BYTES`]; JSONL and
+//! CSV are read a record at a time, each record up to [`MAX_LINE_BYTES`] (a CSV quote that is
+//! never closed costs its line only: see [`lines`]).
 
-use std::io::BufRead;
+mod lines;
+mod stream;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::Value;
@@ -15,9 +18,9 @@ use serde_json::Value;
 use super::Entry;
 use crate::model::{ClaimReview, ReviewSource};
 
-/// A whole-document JSON file (a `DataFeed`, an array) is read up to this size (its parsed
-/// tree takes a few times that in memory; a larger dump is imported as JSONL).
-pub const MAX_JSON_BYTES: u64 = 512 << 20;
+/// A piece of a JSON document (an item of its array, an element of a `DataFeed`, the top
+/// object's own fields) read at most: the document is streamed, one piece held at a time.
+pub const MAX_JSON_PIECE_BYTES: u64 = 64 << 20;
 /// A JSONL line or CSV record read at most.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// Characters of a claim, rating, headline or name kept.
@@ -74,44 +77,26 @@ pub fn sniff(head: &[u8]) -> Format {
 /// The entries of one JSON value (a `DataFeed`, an array, an API answer, one review), each
 /// with its place (`what` + number) for skips.
 pub fn from_json(v: &Value, what: &str, out: &mut Vec<Result<Entry, Skip>>) {
+    let mut push = |r| out.push(r);
     // The Fact Check Tools API's answer: claims with their reviews.
     if v.get("claims").is_some_and(Value::is_array) {
-        let reviews = crate::extract::claimreview::api_reviews_titled(v);
-        if reviews.is_empty() {
-            out.push(Err(Skip {
+        if api_entries(v, what, &mut push) == 0 {
+            push(Err(Skip {
                 at: what.into(),
-                why: "an API answer with no review that has a URL".into(),
+                why: NO_API_REVIEW.into(),
             }));
         }
-        for (mut review, title) in reviews {
-            review.source = ReviewSource::Corpus;
-            out.push(finish(review, title).map_err(|why| Skip { at: what.into(), why }));
-        }
-        return;
-    }
-    let objects = crate::extract::claimreview::review_objects(v);
-    if objects.is_empty() {
-        out.push(Err(Skip {
+    } else if review_entries(v, what, &mut push) == 0 {
+        push(Err(Skip {
             at: what.into(),
-            why: "no ClaimReview object in it (\"@type\": \"ClaimReview\")".into(),
+            why: NO_REVIEW.into(),
         }));
-        return;
-    }
-    let many = objects.len() > 1;
-    for (i, o) in objects.into_iter().enumerate() {
-        let at = if many {
-            format!("{what}, review {}", i + 1)
-        } else {
-            what.to_string()
-        };
-        let entry = match crate::extract::claimreview::review_object(o) {
-            Some((review, title)) => finish(review, title),
-            None if o.get("claimReviewed").is_none() => Err("no claimReviewed".to_string()),
-            None => Err("no absolute http(s) url of the review".to_string()),
-        };
-        out.push(entry.map_err(|why| Skip { at, why }));
     }
 }
+
+/// Why an API answer is skipped whole, and a value with no review at all.
+const NO_API_REVIEW: &str = "an API answer with no review that has a URL";
+const NO_REVIEW: &str = "no ClaimReview object in it (\"@type\": \"ClaimReview\")";
 
 /// A review's last checks: a claim and a URL, fields cleaned and cut.
 fn finish(mut r: ClaimReview, title: String) -> Result<Entry, String> {
@@ -244,39 +229,10 @@ pub fn from_csv(record: &csv::StringRecord, columns: &[(&'static str, usize)]) -
     finish(review, get("title").unwrap_or("").to_string())
 }
 
-/// The next line (without its newline) of at most `max` bytes, and whether it was longer (then
-/// the rest of it is read past, never held); `None` at the end.
-fn bounded_line(r: &mut impl BufRead, max: usize) -> std::io::Result<Option<(Vec<u8>, bool)>> {
-    let mut line = Vec::new();
-    let mut over = false;
-    let mut any = false;
-    loop {
-        let buf = r.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(any.then_some((line, over)));
-        }
-        any = true;
-        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        if !over && line.len() + chunk.len() <= max {
-            line.extend_from_slice(chunk);
-        } else {
-            over = true;
-            line.clear();
-        }
-        let used = done.unwrap_or(buf.len());
-        r.consume(used);
-        if done.is_some() {
-            return Ok(Some((line, over)));
-        }
-    }
-}
-
-/// Every record of a file, in order, through `each` (so a JSONL or CSV dump of any length is
-/// never held whole). The error is the file's own (unreadable, not JSON, a CSV without the
-/// columns it needs).
+/// Every record of a file, in order, through `each`: a file of any length or format is never
+/// held whole (a JSON document is read piece by piece, JSONL and CSV a record at a time). The
+/// error is the file's own (unreadable, not JSON, a CSV without the columns it needs); a JSON
+/// document that stops being readable after some of it was read ends with a skip instead.
 pub fn read(path: &std::path::Path, each: &mut dyn FnMut(Result<Entry, Skip>)) -> Result<Format, String> {
     let open = || std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
     let mut head = vec![0u8; 64 * 1024];
@@ -295,34 +251,12 @@ pub fn read(path: &std::path::Path, each: &mut dyn FnMut(Result<Entry, Skip>)) -
     };
     let format = sniff(&head[..n]);
     match format {
-        Format::Json => {
-            let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            if size > MAX_JSON_BYTES {
-                return Err(format!(
-                    "{} is one JSON document of {size} bytes, over the {MAX_JSON_BYTES} read whole — split it, or convert it to JSONL (one review per line)",
-                    path.display()
-                ));
-            }
-            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let text = String::from_utf8_lossy(&bytes);
-            let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
-                .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-            let mut out = Vec::new();
-            match &v {
-                Value::Array(items) => {
-                    for (i, item) in items.iter().enumerate() {
-                        from_json(item, &format!("item {}", i + 1), &mut out);
-                    }
-                }
-                v => from_json(v, "the document", &mut out),
-            }
-            out.into_iter().for_each(each);
-        }
+        Format::Json => read_json(&path.display().to_string(), open()?, each)?,
         Format::Jsonl => {
             let mut reader = std::io::BufReader::new(open()?);
             for i in 0.. {
                 let at = format!("line {}", i + 1);
-                let (line, over) = match bounded_line(&mut reader, MAX_LINE_BYTES) {
+                let (line, over) = match lines::bounded_line(&mut reader, b'\n', MAX_LINE_BYTES) {
                     Ok(Some(l)) => l,
                     Ok(None) => break,
                     Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
@@ -353,102 +287,179 @@ pub fn read(path: &std::path::Path, each: &mut dyn FnMut(Result<Entry, Skip>)) -
             }
         }
         Format::Csv => {
-            let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(open()?);
-            let header = reader
-                .headers()
-                .map_err(|e| format!("{} is neither JSON nor CSV: {e}", path.display()))?
-                .clone();
-            let columns = csv_columns(&header).map_err(|e| format!("{}: {e}", path.display()))?;
-            for (i, record) in reader.records().enumerate() {
-                let at = format!("row {}", i + 2);
-                match record {
-                    Ok(r) if r.as_byte_record().as_slice().len() > MAX_LINE_BYTES => each(Err(Skip {
-                        at,
-                        why: format!("over {MAX_LINE_BYTES} bytes"),
-                    })),
-                    Ok(r) => each(from_csv(&r, &columns).map_err(|why| Skip { at, why })),
-                    Err(e) => each(Err(Skip {
-                        at,
-                        why: format!("not CSV: {e}"),
-                    })),
-                }
-            }
+            // A file with carriage returns and no line feed (an old Mac export) has those for lines.
+            let head = &head[..n];
+            let sep = if head.contains(&b'\r') && !head.contains(&b'\n') {
+                b'\r'
+            } else {
+                b'\n'
+            };
+            read_csv(&path.display().to_string(), std::io::BufReader::new(open()?), sep, each)?
         }
     }
     Ok(format)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn all(path: &std::path::Path) -> (Format, Vec<Result<Entry, Skip>>) {
-        let mut out = Vec::new();
-        let f = read(path, &mut |e| out.push(e)).unwrap();
-        (f, out)
-    }
-
-    fn write(text: &str) -> tempfile::NamedTempFile {
-        use std::io::Write;
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        f.write_all(text.as_bytes()).unwrap();
-        f
-    }
-
-    const REVIEW: &str = r#"{"@context":"https://schema.org","@type":"ClaimReview","url":"https://www.snopes.com/fact-check/moon-wall/","claimReviewed":"The Great Wall is visible from the Moon","datePublished":"2024-05-01","name":"Is the Great Wall visible from the Moon?","author":{"@type":"Organization","name":"Snopes"},"reviewRating":{"@type":"Rating","alternateName":"False","ratingValue":1,"bestRating":5,"worstRating":1}}"#;
-
-    #[test]
-    fn a_data_feed_an_array_jsonl_and_the_api_answer() {
-        let feed = format!(
-            r#"{{"@context":"https://schema.org","@type":"DataFeed","dataFeedElement":[{{"@type":"DataFeedItem","item":[{REVIEW}]}},{{"@type":"DataFeedItem","item":{{"@type":"ClaimReview","claimReviewed":"x"}}}}]}}"#
-        );
-        let (f, out) = all(write(&feed).path());
-        assert_eq!(f, Format::Json);
-        let e = out[0].as_ref().unwrap();
-        assert_eq!(e.review.url, "https://www.snopes.com/fact-check/moon-wall/");
-        assert_eq!(e.review.rating, "False");
-        assert_eq!(e.title, "Is the Great Wall visible from the Moon?");
-        assert_eq!(e.review.source, ReviewSource::Corpus);
-        assert!(out[1].as_ref().unwrap_err().why.contains("url"), "{out:?}");
-
-        let (f, out) = all(write(&format!("[{REVIEW}, {{\"a\": 1}}]")).path());
-        assert_eq!(f, Format::Json);
-        assert!(out[0].is_ok());
-        assert_eq!(out[1].as_ref().unwrap_err().at, "item 2");
-
-        let (f, out) = all(write(&format!("{REVIEW}\nnot json\n\n{REVIEW}\n")).path());
-        assert_eq!(f, Format::Jsonl);
-        assert_eq!(out.len(), 3);
-        assert_eq!(out[1].as_ref().unwrap_err().at, "line 2");
-        // A line over the bound is skipped without being held; the next line is read.
-        let long = format!("{REVIEW}\n{}\n{REVIEW}", "x".repeat(MAX_LINE_BYTES + 10));
-        let (_, out) = all(write(&long).path());
-        assert_eq!(out.len(), 3);
-        assert!(out[1].as_ref().unwrap_err().why.starts_with("over"), "{:?}", out[1]);
-        assert!(out[2].is_ok());
-
-        let api = r#"{"claims":[{"text":"Vaccines contain microchips","claimant":"posts","claimReview":[{"publisher":{"name":"PolitiFact","site":"politifact.com"},"url":"https://www.politifact.com/factchecks/2021/x/","title":"No chips","reviewDate":"2021-01-02T00:00:00Z","textualRating":"Pants on Fire","languageCode":"en"}]}]}"#;
-        let (_, out) = all(write(api).path());
-        let e = out[0].as_ref().unwrap();
-        assert_eq!(
-            (e.review.rating.as_str(), e.title.as_str()),
-            ("Pants on Fire", "No chips")
-        );
-        assert_eq!(e.review.source, ReviewSource::Corpus);
-    }
-
-    #[test]
-    fn csv_with_named_columns_in_any_case_and_order() {
-        let text = "Review URL,Claim Reviewed,textualRating,Publisher,Date,Headline\nhttps://fullfact.org/a,Tea cures colds,False,Full Fact,26 May 2015,Tea\n,No url,False,X,,\nnot a url,c,False,X,,\n";
-        let (f, out) = all(write(text).path());
-        assert_eq!(f, Format::Csv);
-        let e = out[0].as_ref().unwrap();
-        assert_eq!(e.review.claim, "Tea cures colds");
-        assert_eq!(e.review.reviewed.unwrap().format("%Y-%m-%d").to_string(), "2015-05-26");
-        assert_eq!(out[1].as_ref().unwrap_err().at, "row 3");
-        assert!(out[2].as_ref().unwrap_err().why.contains("not a URL"));
-        let bad = write("a,b\n1,2\n");
-        let err = read(bad.path(), &mut |_| {}).unwrap_err();
-        assert!(err.contains("no url column"), "{err}");
+/// One JSON document, piece by piece (see [`stream`]): a top-level array's items each as
+/// [`from_json`] reads them ("item 3"); a top-level object's reviews element by element
+/// ("dataFeedElement 3", "claims 2" for the API's), then those in its own fields ("the
+/// document"). The error names the file (`name`): unreadable, or not JSON before any piece.
+fn read_json(name: &str, reader: impl std::io::Read, each: &mut dyn FnMut(Result<Entry, Skip>)) -> Result<(), String> {
+    let mut pieces = 0usize;
+    // The reviews found in the top-level object, and whether it is the API's answer.
+    let (mut found, mut api) = (0usize, false);
+    let result = stream::read(reader, MAX_JSON_PIECE_BYTES, &mut |piece| {
+        pieces += 1;
+        match piece {
+            stream::Piece::Item(n, v) => {
+                let mut out = Vec::new();
+                from_json(&v, &format!("item {n}"), &mut out);
+                out.into_iter().for_each(&mut *each);
+            }
+            stream::Piece::Element("claims", n, claim) => {
+                api = true;
+                let at = format!("claims {n}");
+                found += api_entries(&serde_json::json!({ "claims": [claim] }), &at, each);
+            }
+            stream::Piece::Element(key, n, v) => found += review_entries(&v, &format!("{key} {n}"), each),
+            stream::Piece::Rest(fields) => {
+                let v = Value::Object(fields);
+                let at = "the document";
+                // The API's answer is read for its reviews only (its `results` are here).
+                found += match api {
+                    true => api_entries(&v, at, each),
+                    false => review_entries(&v, at, each),
+                };
+                if found == 0 {
+                    each(Err(Skip {
+                        at: at.into(),
+                        why: if api { NO_API_REVIEW } else { NO_REVIEW }.into(),
+                    }));
+                }
+            }
+        }
+    });
+    match result {
+        Ok(()) => Ok(()),
+        Err(stream::Stopped::Io(e)) => Err(format!("cannot read {name}: {e}")),
+        Err(stream::Stopped::NotJson { error, .. }) if pieces == 0 => Err(format!("{name} is not JSON: {error}")),
+        Err(e @ stream::Stopped::Over { .. }) if pieces == 0 => Err(format!("{name}: {e}")),
+        Err(stream::Stopped::Over { at, max }) => {
+            each(Err(Skip {
+                at,
+                why: format!("over {max} bytes; the rest of the document is not read"),
+            }));
+            Ok(())
+        }
+        Err(stream::Stopped::NotJson { at, error }) => {
+            each(Err(Skip {
+                at,
+                why: format!("not JSON: {error}; the rest of the document is not read"),
+            }));
+            Ok(())
+        }
     }
 }
+
+/// The `ClaimReview` objects of one piece of a document, each an entry or a skip at `at`
+/// (", review 2" after it when there are more); how many there were.
+fn review_entries(v: &Value, at: &str, each: &mut dyn FnMut(Result<Entry, Skip>)) -> usize {
+    let objects = crate::extract::claimreview::review_objects(v);
+    let many = objects.len() > 1;
+    for (i, o) in objects.iter().enumerate() {
+        let at = if many {
+            format!("{at}, review {}", i + 1)
+        } else {
+            at.to_string()
+        };
+        let entry = match crate::extract::claimreview::review_object(o) {
+            Some((review, title)) => finish(review, title),
+            None if o.get("claimReviewed").is_none() => Err("no claimReviewed".to_string()),
+            None => Err("no absolute http(s) url of the review".to_string()),
+        };
+        each(entry.map_err(|why| Skip { at, why }));
+    }
+    objects.len()
+}
+
+/// The reviews of (a part of) a Fact Check Tools API answer, each an entry or a skip at `at`;
+/// how many there were.
+fn api_entries(v: &Value, at: &str, each: &mut dyn FnMut(Result<Entry, Skip>)) -> usize {
+    let reviews = crate::extract::claimreview::api_reviews_titled(v);
+    let n = reviews.len();
+    for (mut review, title) in reviews {
+        review.source = ReviewSource::Corpus;
+        each(finish(review, title).map_err(|why| Skip { at: at.into(), why }));
+    }
+    n
+}
+
+/// A CSV file, a record at a time through [`lines::CsvRecords`] (each at most
+/// [`MAX_LINE_BYTES`]; see there for an unclosed quote), each record's fields read by the csv
+/// crate; a record's place is the line it starts on ("row 7", the header being row 1). The
+/// error names the file (`name`): unreadable, or a header without the columns needed.
+fn read_csv(
+    name: &str,
+    reader: impl std::io::BufRead,
+    sep: u8,
+    each: &mut dyn FnMut(Result<Entry, Skip>),
+) -> Result<(), String> {
+    let mut records = lines::CsvRecords::new(reader, sep, MAX_LINE_BYTES);
+    let cannot = |e: std::io::Error| format!("cannot read {name}: {e}");
+    let header = match records.next_record().map_err(cannot)? {
+        None => csv::StringRecord::new(),
+        Some(lines::Record::Read { bytes, .. }) => {
+            csv_fields(&bytes).map_err(|e| format!("{name} is neither JSON nor CSV: {e}"))?
+        }
+        Some(lines::Record::Long { .. }) => {
+            return Err(format!(
+                "{name} is neither JSON nor CSV: its first line is over {MAX_LINE_BYTES} bytes"
+            ))
+        }
+        Some(lines::Record::Unclosed { .. }) => {
+            return Err(format!(
+                "{name} is neither JSON nor CSV: its header has a quote that is not closed"
+            ))
+        }
+    };
+    let columns = csv_columns(&header).map_err(|e| format!("{name}: {e}"))?;
+    while let Some(record) = records.next_record().map_err(cannot)? {
+        let (line, entry) = match record {
+            lines::Record::Read { line, bytes } => (line, csv_fields(&bytes).and_then(|r| from_csv(&r, &columns))),
+            lines::Record::Long { line } => (line, Err(format!("over {MAX_LINE_BYTES} bytes"))),
+            lines::Record::Unclosed { line, at_end } => (
+                line,
+                Err(if at_end {
+                    "a quote opened here is never closed; this line is skipped, and reading goes on at the next"
+                        .to_string()
+                } else {
+                    format!(
+                        "a quote opened here is not closed within {MAX_LINE_BYTES} bytes; this line is skipped, and reading goes on at the next"
+                    )
+                }),
+            ),
+        };
+        each(entry.map_err(|why| Skip {
+            at: format!("row {line}"),
+            why,
+        }));
+    }
+    Ok(())
+}
+
+/// The fields of one CSV record (its lines joined by `\n`, as [`lines::CsvRecords`] gives it).
+fn csv_fields(bytes: &[u8]) -> Result<csv::StringRecord, String> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_reader(bytes);
+    let mut record = csv::StringRecord::new();
+    match reader.read_record(&mut record) {
+        Ok(_) => Ok(record),
+        Err(e) => Err(format!("not CSV: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

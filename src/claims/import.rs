@@ -21,6 +21,9 @@ use crate::relevance::Embedder;
 
 /// Records embedded and committed together.
 pub const BATCH: usize = 500;
+/// Skips kept with their place and why; past these a skip is only counted (a file of bad
+/// records cannot grow the report without bound).
+pub const SKIPS_KEPT: usize = 100;
 /// The writer's indexing memory (tantivy's floor is 15 MB per thread).
 const WRITER_BYTES: usize = 50_000_000;
 
@@ -30,30 +33,35 @@ pub struct Report {
     pub imported: usize,
     pub updated: usize,
     pub unchanged: usize,
-    /// (where, why).
+    /// (where, why) of the first [`SKIPS_KEPT`] skips.
     pub skipped: Vec<(String, String)>,
+    /// Every skip, those kept in `skipped` and those only counted.
+    pub skips: usize,
     /// Dropped past `max_reviews`.
     pub pruned: usize,
     pub held: u64,
 }
 
 impl Report {
-    /// The summary line, then each skip (the first 50, then a count).
+    /// A record left out: counted, and kept while fewer than [`SKIPS_KEPT`] are.
+    pub fn skip(&mut self, at: String, why: String) {
+        self.skips += 1;
+        if self.skipped.len() < SKIPS_KEPT {
+            self.skipped.push((at, why));
+        }
+    }
+
+    /// The summary line, then each skip kept, then how many more there were.
     pub fn to_text(&self) -> String {
         let mut out = format!(
             "imported {}, updated {}, unchanged {}, skipped {}; {} dropped past claims.max_reviews; {} reviews held\n",
-            self.imported,
-            self.updated,
-            self.unchanged,
-            self.skipped.len(),
-            self.pruned,
-            self.held
+            self.imported, self.updated, self.unchanged, self.skips, self.pruned, self.held
         );
-        for (at, why) in self.skipped.iter().take(50) {
+        for (at, why) in &self.skipped {
             out.push_str(&format!("  skipped {at}: {why}\n"));
         }
-        if self.skipped.len() > 50 {
-            out.push_str(&format!("  … and {} more skipped\n", self.skipped.len() - 50));
+        if self.skips > self.skipped.len() {
+            out.push_str(&format!("  … and {} more skipped\n", self.skips - self.skipped.len()));
         }
         out
     }
@@ -129,8 +137,7 @@ impl Importer {
         if let Some(i) = self.pending.iter().position(|(_, e)| e.review.url == entry.review.url) {
             let (earlier, _) = self.pending.remove(i);
             self.report
-                .skipped
-                .push((earlier, format!("the same review URL again at {at} (the later kept)")));
+                .skip(earlier, format!("the same review URL again at {at} (the later kept)"));
         }
         self.pending.push((at.to_string(), entry));
         if self.pending.len() >= BATCH {
@@ -147,7 +154,7 @@ impl Importer {
     }
 
     pub fn skip(&mut self, at: String, why: String) {
-        self.report.skipped.push((at, why));
+        self.report.skip(at, why);
     }
 
     fn digest(e: &Entry, models: &Models) -> String {
@@ -309,5 +316,38 @@ pub fn import_file(path: &Path, importer: &mut Importer) -> Result<super::format
     match failed {
         Some(e) => Err(e.to_string()),
         None => Ok(format),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ten_thousand_bad_records_keep_the_first_skips_and_count_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dump.csv");
+        let mut text = String::from("url,claim\nhttps://fullfact.org/a,Tea cures colds\n");
+        for i in 0..10_000 {
+            text.push_str(&format!("not a url {i},claim {i}\n"));
+        }
+        std::fs::write(&file, text).unwrap();
+        let mut importer = Importer::open(&dir.path().join("claims"), None, None, Models::default(), 1_000).unwrap();
+        import_file(&file, &mut importer).unwrap();
+        let report = importer.finish().unwrap();
+        assert_eq!((report.imported, report.skips), (1, 10_000));
+        assert_eq!(report.skipped.len(), SKIPS_KEPT);
+        assert_eq!(report.skipped[0].0, "row 3");
+        assert_eq!(report.skipped[SKIPS_KEPT - 1].0, format!("row {}", SKIPS_KEPT + 2));
+        let text = report.to_text();
+        assert!(
+            text.starts_with("imported 1, updated 0, unchanged 0, skipped 10000;"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(&format!("  … and {} more skipped\n", 10_000 - SKIPS_KEPT)),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 1 + SKIPS_KEPT + 1);
     }
 }
