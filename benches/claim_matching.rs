@@ -17,6 +17,9 @@
 //! Paths: `MUSEBOT_CLAIMS` (vclaims JSONL), `MUSEBOT_QUERIES` (id TAB text), `MUSEBOT_QRELS`
 //! (TREC qrels; default: the dev split), `MUSEBOT_TRAIN_QRELS` (the calibration split; default:
 //! train). Settings: the shipped defaults (`ClaimsConfig::default()`, the sandbox's models).
+//! A file that cannot be read, or a fact-check file with none in it, stops the bench with its
+//! name; a split none of whose queries are in the queries file prints its figures as "n/a (no
+//! queries scored)".
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,31 +40,35 @@ fn env_path(key: &str, default: PathBuf) -> PathBuf {
     std::env::var(key).map(PathBuf::from).unwrap_or(default)
 }
 
-fn read_qrels(path: &Path) -> BTreeMap<String, Vec<String>> {
+/// The text of `path`, or a message naming it.
+fn read_text(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+fn read_qrels(path: &Path) -> Result<BTreeMap<String, Vec<String>>, String> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in std::fs::read_to_string(path).unwrap().lines() {
+    for line in read_text(path)?.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() >= 4 && f[3] != "0" {
             out.entry(f[0].to_string()).or_default().push(f[2].to_string());
         }
     }
-    out
+    Ok(out)
 }
 
 /// (id → text) of the queries file.
-fn read_queries(path: &Path) -> HashMap<String, String> {
-    std::fs::read_to_string(path)
-        .unwrap()
+fn read_queries(path: &Path) -> Result<HashMap<String, String>, String> {
+    Ok(read_text(path)?
         .lines()
         .filter_map(|l| l.split_once('\t'))
         .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
-        .collect()
+        .collect())
 }
 
 /// The fact-checks as entries, each with its id (the URL is Snopes's for the id).
-fn read_claims(path: &Path) -> Vec<(String, Entry)> {
+fn read_claims(path: &Path) -> Result<Vec<(String, Entry)>, String> {
     let mut out = Vec::new();
-    for line in std::fs::read_to_string(path).unwrap().lines() {
+    for line in read_text(path)?.lines() {
         let v: serde_json::Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(_) => continue,
@@ -96,7 +103,7 @@ fn read_claims(path: &Path) -> Vec<(String, Entry)> {
             },
         ));
     }
-    out
+    Ok(out)
 }
 
 fn peak_rss_mb() -> f64 {
@@ -111,13 +118,43 @@ fn peak_rss_mb() -> f64 {
 }
 
 struct Run {
+    /// The queries scored: those of the qrels that the queries file holds.
+    scored: usize,
     map5: f64,
     mrr: f64,
     s10: f64,
-    p50: f64,
-    p99: f64,
+    /// Match latency per query scored, ms.
+    times: Vec<f64>,
     /// (top-1 cosine, top-1 correct, top-1 same_claim) per query.
     top: Vec<(f32, bool, bool)>,
+}
+
+/// What a row prints when its split has no query in the queries file.
+const NOTHING_SCORED: &str = "n/a (no queries scored)";
+
+impl Run {
+    /// `MAP@5 … MRR … S@10 … p50 … ms p99 … ms`, or [`NOTHING_SCORED`].
+    fn summary(&self) -> String {
+        if self.scored == 0 {
+            return NOTHING_SCORED.into();
+        }
+        format!(
+            "MAP@5 {:.3} MRR {:.3} S@10 {:.3} {}",
+            self.map5,
+            self.mrr,
+            self.s10,
+            common::p50_p99_ms(&self.times)
+        )
+    }
+
+    /// `MAP@5 …`, or [`NOTHING_SCORED`].
+    fn map5(&self) -> String {
+        if self.scored == 0 {
+            NOTHING_SCORED.into()
+        } else {
+            format!("MAP@5 {:.3}", self.map5)
+        }
+    }
 }
 
 fn score(
@@ -141,10 +178,10 @@ fn score_in(
     let (mut map, mut mrr, mut s10) = (0.0, 0.0, 0.0);
     let mut times = Vec::new();
     let mut top = Vec::new();
-    let mut n = 0.0;
+    let mut scored = 0usize;
     for (q, gold) in qrels {
         let Some(text) = queries.get(q) else { continue };
-        n += 1.0;
+        scored += 1;
         let started = Instant::now();
         let (_, found) = matcher.find(text, Some(lang), 10).unwrap();
         times.push(started.elapsed().as_secs_f64() * 1000.0);
@@ -174,13 +211,13 @@ fn score_in(
             ));
         }
     }
-    let mut t = times.clone();
+    let n = scored.max(1) as f64;
     Run {
+        scored,
         map5: map / n,
         mrr: mrr / n,
         s10: s10 / n,
-        p50: common::percentile(&mut t, 0.5),
-        p99: common::percentile(&mut times, 0.99),
+        times,
         top,
     }
 }
@@ -197,7 +234,20 @@ fn decision(top: &[(f32, bool, bool)]) -> (f64, f64, usize) {
     (precision, right as f64 / top.len().max(1) as f64, answered.len())
 }
 
-/// The lowest top-1 cosine threshold whose precision on `top` is ≥ `want`.
+/// `precision … recall …` of [`decision`] on `top`, or [`NOTHING_SCORED`] when `top` is empty.
+fn decided(top: &[(f32, bool, bool)]) -> String {
+    if top.is_empty() {
+        return NOTHING_SCORED.into();
+    }
+    let (precision, recall, answered) = decision(top);
+    format!(
+        "precision {precision:.3} recall {recall:.3} ({answered} of {} queries decided)",
+        top.len()
+    )
+}
+
+/// The lowest top-1 cosine threshold whose precision on `top` is ≥ `want` (1.0 with recall 0
+/// when none is).
 fn calibrate(top: &[(f32, bool, bool)], want: f64) -> (f32, f64, f64) {
     let mut sorted: Vec<(f32, bool)> = top.iter().map(|t| (t.0, t.1)).collect();
     sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -213,6 +263,16 @@ fn calibrate(top: &[(f32, bool, bool)], want: f64) -> (f32, f64, f64) {
         }
     }
     best
+}
+
+/// `precision ≥ want from cosine … (precision …, recall …)`, or [`NOTHING_SCORED`] when `top`
+/// is empty.
+fn calibrated(top: &[(f32, bool, bool)], want: f64) -> String {
+    if top.is_empty() {
+        return NOTHING_SCORED.into();
+    }
+    let (tau, p, r) = calibrate(top, want);
+    format!("precision ≥ {want:.2} from cosine {tau:.3} (precision {p:.3}, recall {r:.3})")
 }
 
 /// The English model as the sandbox installs it, at the shipped settings.
@@ -240,21 +300,26 @@ fn daemon_share(corpus: &Path, queries: &Path) {
     let matcher = Matcher::open(corpus, Some(embedder), None, &models, &config)
         .unwrap()
         .unwrap();
+    let queries = match read_queries(queries) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("daemon-share: {e}");
+            return;
+        }
+    };
     let started = Instant::now();
     let held = matcher.warm().unwrap();
     let warm_s = started.elapsed().as_secs_f64();
     let mut times = Vec::new();
-    for (_, text) in read_queries(queries) {
+    for text in queries.values() {
         let started = Instant::now();
-        matcher.find(&text, Some("en"), 10).unwrap();
+        matcher.find(text, Some("en"), 10).unwrap();
         times.push(started.elapsed().as_secs_f64() * 1000.0);
     }
-    let mut t = times.clone();
     println!(
-        "daemon-share: {held} vectors warmed in {warm_s:.1} s; {} matches p50 {:.1} ms p99 {:.1} ms; peak RSS {:.0} MB",
+        "daemon-share: {held} vectors warmed in {warm_s:.1} s; {} matches {}; peak RSS {:.0} MB",
         times.len(),
-        common::percentile(&mut t, 0.5),
-        common::percentile(&mut times, 0.99),
+        common::p50_p99_ms(&times),
         peak_rss_mb()
     );
 }
@@ -262,7 +327,10 @@ fn daemon_share(corpus: &Path, queries: &Path) {
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     if let Some(at) = argv.iter().position(|a| a == "--daemon-share") {
-        daemon_share(Path::new(&argv[at + 1]), Path::new(&argv[at + 2]));
+        match (argv.get(at + 1), argv.get(at + 2)) {
+            (Some(corpus), Some(queries)) => daemon_share(Path::new(corpus), Path::new(queries)),
+            _ => eprintln!("usage: claim_matching --daemon-share CORPUS QUERIES"),
+        }
         return;
     }
     let Some((_, data)) = common::args("claim_matching", 0) else {
@@ -275,6 +343,25 @@ fn main() {
     let train_path = env_path("MUSEBOT_TRAIN_QRELS", dir.join("CT2022-Task2A-EN-Train_QRELs.tsv"));
     if !claims_path.exists() {
         eprintln!("skipped: {} is absent", claims_path.display());
+        return;
+    }
+    let read = (|| {
+        Ok::<_, String>((
+            read_claims(&claims_path)?,
+            read_queries(&queries_path)?,
+            read_qrels(&qrels_path)?,
+            read_qrels(&train_path)?,
+        ))
+    })();
+    let (claims, queries, qrels, train) = match read {
+        Ok(read) => read,
+        Err(e) => {
+            eprintln!("stopped: {e}");
+            return;
+        }
+    };
+    if claims.is_empty() {
+        eprintln!("stopped: {} holds no fact-checks", claims_path.display());
         return;
     }
     let sandbox = common::sandbox();
@@ -300,10 +387,6 @@ fn main() {
             String::new()
         },
     };
-    let claims = read_claims(&claims_path);
-    let queries = read_queries(&queries_path);
-    let qrels = read_qrels(&qrels_path);
-    let train = read_qrels(&train_path);
     let id_of: HashMap<String, String> = claims
         .iter()
         .map(|(id, e)| (e.review.url.clone(), id.clone()))
@@ -369,37 +452,33 @@ fn main() {
     let bm25 = score(&words, &queries, &qrels, &id_of);
     let ours = score(&shipped, &queries, &qrels, &id_of);
     for (name, r) in [("bm25", &bm25), ("musebot", &ours)] {
-        println!(
-            "{name}: MAP@5 {:.3} MRR {:.3} S@10 {:.3} p50 {:.1} ms p99 {:.1} ms",
-            r.map5, r.mrr, r.s10, r.p50, r.p99
-        );
+        println!("{name}: {}", r.summary());
     }
-    let (precision, recall, answered) = decision(&ours.top);
     println!(
-        "same claim at the shipped threshold {:.2}: precision {precision:.3} recall {recall:.3} ({answered} of {} queries decided)",
+        "same claim at the shipped threshold {:.2}: {}",
         config.same_claim,
-        ours.top.len()
+        decided(&ours.top)
     );
     let train_run = score(&shipped, &queries, &train, &id_of);
-    let (tau, p, r) = calibrate(&train_run.top, 0.95);
-    let (tp, tr, _) = decision(&train_run.top);
     println!(
-        "calibration on train ({} queries): precision ≥ 0.95 from cosine {tau:.3} (precision {p:.3}, recall {r:.3}); at the shipped threshold: precision {tp:.3} recall {tr:.3}; train MAP@5 {:.3}",
+        "calibration on train ({} queries): {}; at the shipped threshold: {}; train {}",
         train_run.top.len(),
-        train_run.map5
+        calibrated(&train_run.top, 0.95),
+        decided(&train_run.top),
+        train_run.map5()
     );
     if multilingual.is_some() {
         let multi = score_in(&shipped, &queries, &qrels, &id_of, "xx");
-        let (mp, mr, ma) = decision(&multi.top);
         let multi_train = score_in(&shipped, &queries, &train, &id_of, "xx");
-        let (mtau, mtp, mtr) = calibrate(&multi_train.top, 0.95);
         println!(
-            "musebot (multilingual model, for posts not in English; English queries here): MAP@5 {:.3} MRR {:.3} S@10 {:.3} p50 {:.1} ms p99 {:.1} ms",
-            multi.map5, multi.mrr, multi.s10, multi.p50, multi.p99
+            "musebot (multilingual model, for posts not in English; English queries here): {}",
+            multi.summary()
         );
         println!(
-            "  same claim at the shipped threshold {:.2}: precision {mp:.3} recall {mr:.3} ({ma} decided); calibrated on train: precision ≥ 0.95 from cosine {mtau:.3} (precision {mtp:.3}, recall {mtr:.3})",
-            config.same_claim_multilingual
+            "  same claim at the shipped threshold {:.2}: {}; calibrated on train: {}",
+            config.same_claim_multilingual,
+            decided(&multi.top),
+            calibrated(&multi_train.top, 0.95)
         );
     }
     println!(
@@ -427,11 +506,13 @@ fn main() {
             .iter()
             .map(|(_, e)| musebot::claims::import::embedded_text(e))
             .collect();
+        // The first 200 (fewer when the data holds fewer; never none: checked above).
+        let first = &texts[..texts.len().min(200)];
         let started = Instant::now();
-        let v = embedder.embed(&texts[..200]).unwrap();
+        let v = embedder.embed(first).unwrap();
         println!(
             "(embedding alone: {:.1} ms a claim, {} thread sessions)",
-            started.elapsed().as_secs_f64() * 1000.0 / 200.0,
+            started.elapsed().as_secs_f64() * 1000.0 / first.len() as f64,
             relevance.threads
         );
         v
@@ -472,12 +553,18 @@ fn main() {
         .unwrap();
     big.warm().unwrap();
     let at = score(&big, &queries, &qrels, &id_of);
+    let figures = if at.scored == 0 {
+        NOTHING_SCORED.to_string()
+    } else {
+        format!(
+            "{} (copies, with other claims' vectors, compete with the gold) {}",
+            at.map5(),
+            common::p50_p99_ms(&at.times)
+        )
+    };
     println!(
-        "musebot at {}: MAP@5 {:.3} (copies, with other claims' vectors, compete with the gold) p50 {:.1} ms p99 {:.1} ms; {:.1} MB on disk",
+        "musebot at {}: {figures}; {:.1} MB on disk",
         big.corpus().len(),
-        at.map5,
-        at.p50,
-        at.p99,
         big.corpus().disk_bytes() as f64 / 1e6,
     );
     drop(big);

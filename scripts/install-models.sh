@@ -18,7 +18,9 @@
 #   - Run as root without VENV, the venv, the downloads, the quantizer and the converter run as
 #     an unprivileged user — the one behind sudo ($SUDO_USER), or nobody — in a private temp
 #     folder, with no new privileges and no supplementary groups. Root only copies their
-#     outputs into DIR, hashes each copy against its pin and renames it into place.
+#     outputs into DIR — read as that user, so a file swapped for a link reads no more than
+#     that user may — hashes each copy against its pin (the copy readable by others only once
+#     it matches) and renames it into place.
 #   - DIR must not be writable by anyone less trusted than the caller: DIR, the folders above it
 #     (resolved and as written) must belong to root or the caller and be writable by no one
 #     else (a sticky folder such as /tmp is allowed above DIR); DIR and its two sub-folders must
@@ -98,16 +100,21 @@ done
 
 # Copies FROM into DIR/REL through a temp file in the same folder, checks the copy's SHA-256
 # against PIN, and renames it over REL (a link or file there is replaced, never followed).
+# FROM lies in a folder the download user owns, who can swap it for a symbolic link after the
+# check below: the read runs as that user (`as_user`, defined further down and set by the time
+# this runs), so root never reads through a link what that user could not read. The copy stays
+# 0600 (mktemp's mode) until its hash matches, then becomes readable by the service's user.
 put() {
     local from=$1 rel=$2 pin=$3 tmp
     [[ -f "$from" && ! -L "$from" ]] || die "$rel: $from is not a plain file"
     tmp=$(mktemp "$DIR/$(dirname "$rel")/.install.XXXXXX")
-    cat -- "$from" >"$tmp" || { rm -f -- "$tmp"; die "$rel: cannot copy $from"; }
-    chmod 0644 -- "$tmp"
+    chmod 0600 -- "$tmp"
+    as_user cat -- "$from" >"$tmp" || { rm -f -- "$tmp"; die "$rel: cannot copy $from"; }
     if [[ "$(sha_of "$tmp")" != "$pin" ]]; then
         rm -f -- "$tmp"
         die "$rel: not the pinned SHA-256 ($pin); nothing recorded"
     fi
+    chmod 0644 -- "$tmp"
     mv -fT -- "$tmp" "$DIR/$rel"
 }
 write_sums() {

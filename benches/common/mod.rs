@@ -147,7 +147,27 @@ pub fn answer(body: &Value) -> String {
     format!("This post is misleading: the sources say otherwise. {}", urls.join(" "))
 }
 
-pub fn percentile(v: &mut [f64], q: f64) -> f64 {
+/// The nearest-rank `q` percentile of `v` (sorted in place); `None` when there is nothing to
+/// rank, e.g. a split whose queries were all left out.
+pub fn try_percentile(v: &mut [f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
     v.sort_by(f64::total_cmp);
-    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+    Some(v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1])
+}
+
+/// [`try_percentile`] for the benches whose runs always time something: NaN (printed as such)
+/// rather than a panic when nothing was timed.
+pub fn percentile(v: &mut [f64], q: f64) -> f64 {
+    try_percentile(v, q).unwrap_or(f64::NAN)
+}
+
+/// `p50 … ms p99 … ms` of `v`, or what could not be measured when `v` is empty.
+pub fn p50_p99_ms(v: &[f64]) -> String {
+    let mut v = v.to_vec();
+    match (try_percentile(&mut v, 0.5), try_percentile(&mut v, 0.99)) {
+        (Some(p50), Some(p99)) => format!("p50 {p50:.1} ms p99 {p99:.1} ms"),
+        _ => "p50/p99 n/a (no queries scored)".into(),
+    }
 }
