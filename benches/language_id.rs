@@ -1,4 +1,4 @@
-//! Language identification on real tweets (`cargo bench --bench language_id`), issue 30 item 3:
+//! Language identification on real tweets (`cargo bench --bench language_id`):
 //! TweetLID 2014 (13,931 tweets in es, pt, ca, gl, eu, en with gold labels; `a+b` a tweet in
 //! several languages, `a/b` ambiguous, `und`, `other`), scored as the shared task's
 //! `tweetLID_eval.pl` scored it — per category es, en, eu, pt, gl, ca, amb, und (`other` counts

@@ -245,7 +245,7 @@ async fn main() {
             // The page goes in after rendering: the template's `untrusted` filter cuts every
             // outside value at prompts::UNTRUSTED_CHARS (4,000), and Muse's scheme sends the
             // whole page (≤ 20,000). Counted through the filter, a page would count 4,000
-            // characters at most (issue 33: the 23.4 % → 45 % "drop" was that cut).
+            // characters at most (the 23.4 % → 45 % "drop" the bench once reported was that cut).
             ctx.insert(
                 "pages".into(),
                 json!([{"published": "unknown", "passages": [PAGE_SLOT]}]),
@@ -320,7 +320,7 @@ async fn main() {
         percentile(&mut total_ms.clone(), 0.5),
         percentile(&mut total_ms, 0.99)
     );
-    // The page step's figure as issue 32 asks for it (target: p50 ≤ 150 ms).
+    // The page step's own figure (target: p50 ≤ 150 ms).
     let mut page_step = steps.get("pages").cloned().unwrap_or_default();
     println!(
         "  relevant pages: p50 {:.1} ms p99 {:.1} ms   (the page step, {:.1} pages read per post)",

@@ -312,8 +312,11 @@ impl CheckReport {
 ",
                 );
                 for m in matches {
-                    let fate = if m.decides {
-                        "DECIDES: the same claim, a fact-checker's page".to_string()
+                    let fate = if let Some(live) = m.deciding() {
+                        format!(
+                            "DECIDES: its page's own markup rates the same claim \"{}\"",
+                            crate::model::rating::clean(&live.rating_text())
+                        )
                     } else if m.review.same_claim {
                         format!("same claim, not used: {}", m.why_not.as_deref().unwrap_or("?"))
                     } else {

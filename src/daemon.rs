@@ -204,6 +204,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         .with_budget(config.budget.clone(), &config.llm.model)
         .with_local_domains(local_domains)
         .with_bluesky_dids(&resolved);
+    let moderation = match platforms.get(crate::model::PlatformKind::Mastodon) {
+        Some(Platform::Mastodon(m)) => {
+            let ids = resolve_mastodon_moderators(m, &moderation).await;
+            moderation.with_mastodon_ids(ids)
+        }
+        _ => moderation,
+    };
     // `/healthz` shows today's spend from the start, not only after the first stage.
     let spend = moderation.budget.today();
     metrics.set_budget(
@@ -253,7 +260,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                 )
             })?;
         tracing::info!(addr = %listener.local_addr()?, "evidence pages listening at /labels");
-        let pages = Arc::new(crate::labeler::evidence::Evidence::new(store.clone()));
+        let pages = Arc::new(crate::labeler::evidence::Evidence::new(
+            store.clone(),
+            crate::labeler::evidence::resolver(&platforms),
+        ));
         let stop = shutdown.clone();
         background.spawn(async move {
             if let Err(e) = crate::labeler::evidence::serve(listener, pages, stop).await {
@@ -487,6 +497,30 @@ async fn bluesky_dids(bluesky: &Bluesky, entries: &[String], key: &str) -> Vec<S
             Err(err) => {
                 tracing::warn!(handle = e, error = %err, key, "bluesky account does not resolve; it is ignored until the next start (or write its DID)")
             }
+        }
+    }
+    out
+}
+
+/// The account ids of the config's Mastodon moderators on the bot's server. A moderator
+/// whose lookup fails is logged with the fix and has no rights until the next start: rights
+/// are never given by the `acct` alone, which a rename can pass to another account.
+async fn resolve_mastodon_moderators(
+    mastodon: &crate::platform::mastodon::Mastodon,
+    moderation: &Moderation,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for acct in moderation.mastodon_moderator_accts() {
+        match mastodon.account_id(&acct).await {
+            Ok(id) => {
+                tracing::info!(acct, id, "mastodon moderator resolved to its account id");
+                out.push(id);
+            }
+            Err(e) => tracing::warn!(
+                acct,
+                error = %e,
+                "mastodon moderator in moderation.mastodon_moderators not found on the bot's server: it has no moderator rights until the next start — check the spelling (`user` for the bot's server, `user@domain` for another)"
+            ),
         }
     }
     out

@@ -261,6 +261,7 @@ pub fn trigger_as_post(t: &Trigger, lang: &str) -> Post {
     Post {
         author_is_bot: t.author.is_bot,
         author_nobot: t.author.nobot,
+        version: None,
         language: Some(lang.to_string()),
         ..Post::text_only(&t.status_id, &t.author.handle, &t.text, t.created_at, t.visibility)
     }
@@ -271,7 +272,7 @@ mod tests {
     use super::*;
     use crate::model::Trigger;
 
-    /// `allowed_bots` (issue 29): per platform, by account key — a Mastodon entry allows
+    /// `allowed_bots`: per platform, by account key — a Mastodon entry allows
     /// nothing on Bluesky, and on Bluesky only the DID counts, whatever the handle says.
     #[test]
     fn allowed_bots_are_per_platform_and_by_stable_id() {
@@ -298,7 +299,7 @@ mod tests {
         assert!(allowed.allows(&m, &t));
     }
 
-    /// A hit past its tag's day (issue 29) is dropped before it is stored: no job, no fsync,
+    /// A hit past its tag's day is dropped before it is stored: no job, no fsync,
     /// only the cursor moves.
     #[tokio::test]
     async fn a_hit_past_its_tags_day_is_not_stored() {

@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(files, names);
     }
 
-    /// Issue 30, item 2: a post partly in a second language asks for a query in it too;
+    /// A post partly in a second language asks for a query in it too;
     /// English needs no line of its own (half the queries are English already).
     #[test]
     fn a_mixed_posts_queries_cover_its_second_language() {

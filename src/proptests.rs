@@ -183,7 +183,7 @@ proptest! {
         }
     }
 
-    /// Firehose frames (issue 29): any bytes, and well-formed frames whose commit carries
+    /// Firehose frames: any bytes, and well-formed frames whose commit carries
     /// random ops, blocks and cut-offs, decode to a frame or an error, never a panic.
     #[test]
     fn firehose_frames_never_panic(
@@ -234,7 +234,7 @@ proptest! {
     /// evidence.
     #[test]
     fn composed_replies_mention_nobody_and_link_only_evidence(text in hostile_text()) {
-        // The second evidence URL carries a mention Mastodon would find (issue 29).
+        // The second evidence URL carries a mention Mastodon would find.
         let evidence = "https://news.example/b-@victim@evil.example";
         let allowed: std::collections::HashSet<String> =
             ["https://news.example/a".to_string(), evidence.to_string()].into();

@@ -919,7 +919,7 @@ async fn german_and_spanish_posts_are_answered_in_their_language() {
     }
 }
 
-/// Living replies on the reference network (issue 28): an answer that could not verify is
+/// Living replies on the reference network: an answer that could not verify is
 /// re-checked when the asker says `recheck` under it, and the new verdict is one "Update: …"
 /// post under the bot's last part (Bluesky has no edit); when the author deletes the checked
 /// post, every record of the answer — the update included — is deleted from the bot's repo,
@@ -1231,6 +1231,15 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
     let (status, _, by_link) = page(format!("https://bsky.app/profile/{}/post/{rkey}", alice.handle)).await;
     assert_eq!(status, 200, "{by_link}");
     assert!(by_link.contains("fc-false"));
+    let (status, _, by_did) = page(format!("https://bsky.app/profile/{}/post/{rkey}", alice.did)).await;
+    assert_eq!(status, 200, "{by_did}");
+    // Another author's handle with the labelled post's record key names a post that author
+    // never wrote: no page; nor for a handle that does not resolve.
+    for other in [bob.handle.as_str(), "nobody.test"] {
+        let (status, _, html) = page(format!("https://bsky.app/profile/{other}/post/{rkey}")).await;
+        assert_eq!(status, 404, "{other}: {html}");
+        assert!(!html.contains("fc-false"), "{other}: {html}");
+    }
     let (status, _, none) = page(format!("at://{}/app.bsky.feed.post/3zzzzzzzzzzzz<script>", alice.did)).await;
     assert_eq!(status, 404);
     assert!(!none.contains("<script>") && none.contains("&lt;script&gt;"), "{none}");

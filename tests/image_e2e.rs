@@ -392,7 +392,7 @@ async fn reverse_image_search_pages_reach_the_evidence_and_the_reply() {
         "{read}"
     );
     // The planted post is not a page a reply could cite: never read, so its story reaches
-    // neither the summary attached to the credible page nor the agents (issue 29).
+    // neither the summary attached to the credible page nor the agents.
     assert!(!read.contains("evil.example") && !read.contains("Paris"), "{read}");
     assert_eq!(
         planted_reads.load(std::sync::atomic::Ordering::SeqCst),

@@ -518,17 +518,28 @@ async fn a_fact_check_found_only_in_the_index_is_named_in_the_reply() {
 }
 
 /// Claim matching end to end on mastodon-mock: a review known only to the fact-check corpus
-/// (imported by `musebot index import` as an operator does; its page carries no markup and no
-/// search finds it) of a claim the post makes in other words. The match step finds it, its page
-/// is fetched through the guard and lands on the fact-checker's site, and the reply rests on it:
-/// the bot's verdict from the rating, the fact-checker by the table's name (not the dump's
-/// `author`), the review linked — and `musebot_claim_matches_total` counts it.
+/// (imported by `musebot index import` as an operator does; no search finds it) of a claim the
+/// post makes in other words. The match step finds it, its page is fetched through the guard,
+/// lands on the fact-checker's site and carries the checker's own `ClaimReview` of the same
+/// claim, and the reply rests on that live review: the bot's verdict from the page's rating
+/// (not the dump's "Mostly True"), its date, the fact-checker by the table's name (not the
+/// dump's `author`), the review linked — and `musebot_claim_matches_total` counts it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check() {
     let sandbox = Sandbox::load();
     let words =
         "Doctors and health agencies say there is no evidence that lemon water prevents or cures any viral infection. ";
-    let page = news_page("Lemon water does not cure COVID-19", words);
+    let live = json!({"@context": "https://schema.org", "@type": "ClaimReview",
+        "url": format!("http://{HOST}/2025/05/lemon-water/"),
+        "claimReviewed": "Drinking hot lemon water cures COVID-19",
+        "datePublished": "2025-05-01",
+        "author": {"@type": "Organization", "name": "FactCheck.org"},
+        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+    let page = news_page("Lemon water does not cure COVID-19", words).replacen(
+        "</head>",
+        &format!("<script type=\"application/ld+json\">{live}</script></head>"),
+        1,
+    );
     let (addr, _) = feed_server(vec![("/2025/05/lemon-water/".to_string(), page)]).await;
     let llm = ScriptedLlm::start(Script::routed(scripted)).await;
     let mock = MockMastodon::start().await;
@@ -543,9 +554,9 @@ async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check(
         "url": format!("http://{HOST}/2025/05/lemon-water/"),
         "name": "Lemon water does not cure COVID-19",
         "claimReviewed": "Drinking hot lemon water cures COVID-19",
-        "datePublished": "2025-05-01",
+        "datePublished": "2025-04-01",
         "author": {"@type": "Organization", "name": "Totally Real Checkers"},
-        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+        "reviewRating": {"@type": "Rating", "alternateName": "Mostly True"}});
     let other = json!({"@type": "ClaimReview", "url": format!("http://{HOST}/2025/05/lemon-prices/"),
         "claimReviewed": "Lemon prices doubled in Spain this spring", "reviewRating": {"alternateName": "True"}});
     std::fs::write(&dump, format!("{review}\n{other}\n")).unwrap();
@@ -588,7 +599,10 @@ async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check(
         "{reply}"
     );
     assert!(
-        !reply.contains("Totally Real") && !reply.contains("lemon-prices"),
+        !reply.contains("Totally Real")
+            && !reply.contains("lemon-prices")
+            && !reply.contains("Mostly True")
+            && !reply.contains("2025-04-01"),
         "{reply}"
     );
     assert!(!reply.to_lowercase().contains("could not verify"), "{reply}");
@@ -597,7 +611,7 @@ async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check(
     let _ = daemon.terminate(Duration::from_secs(10));
 }
 
-/// The refresher is supervised (issue 29): while another writer holds the index's lock at
+/// The refresher is supervised: while another writer holds the index's lock at
 /// start, the daemon answers without refreshing and `/healthz` says `index_refresher:
 /// retrying` with why; once the lock is free it is opened again (within a minute), reads the
 /// feeds, and `/healthz` says `running`.

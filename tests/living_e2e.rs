@@ -1,4 +1,4 @@
-//! Living replies end to end on mastodon-mock (issue 28), with the real binary, the real
+//! Living replies end to end on mastodon-mock, with the real binary, the real
 //! relevance model, a scripted LLM and a local web site under a fact-checker's name:
 //!
 //! - a claim nobody has checked yet is answered "could not verify"; the fact-check is
@@ -80,8 +80,16 @@ async fn a_check_published_later_updates_the_answer_once_and_a_deleted_post_take
     let sandbox = Sandbox::load();
     let words =
         "Doctors and health agencies say there is no evidence that lemon water prevents or cures any viral infection. ";
+    // The checker's page carries its own review of the claim: a corpus match decides only by
+    // the live page's markup (its rating, claim and date).
+    let markup = json!({"@context": "https://schema.org", "@type": "ClaimReview",
+        "url": format!("http://{HOST}{CHECK}"),
+        "claimReviewed": "Drinking hot lemon water cures COVID-19",
+        "datePublished": "2025-05-01",
+        "author": {"@type": "Organization", "name": "FactCheck.org"},
+        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
     let page = format!(
-        "<html lang=\"en\"><head><title>Lemon water does not cure COVID-19</title></head><body><article><h1>Lemon water does not cure COVID-19</h1><p>{}</p></article></body></html>",
+        "<html lang=\"en\"><head><title>Lemon water does not cure COVID-19</title><script type=\"application/ld+json\">{markup}</script></head><body><article><h1>Lemon water does not cure COVID-19</h1><p>{}</p></article></body></html>",
         words.repeat(8)
     );
     let site = web::Site::start(BTreeMap::from([(CHECK.to_string(), page)])).await;

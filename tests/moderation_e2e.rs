@@ -220,7 +220,7 @@ async fn a_moderator_check_answers_the_post_at_a_url() {
     let all = wait_bot(&daemon, &mock, |s| !replies_to(s, &missing).is_empty()).await;
     let said = text_of(replies_to(&all, &missing)[0]);
     assert!(said.contains("Could not find a post"), "{all:#?}");
-    // Why, in the bot's own words: no platform error text (issue 29).
+    // Why, in the bot's own words: no platform error text.
     assert!(said.contains("deleted, hidden or not visible to me"), "{said}");
     assert!(
         !said.contains("404") && !said.contains("HTTP") && !said.contains("get_status"),

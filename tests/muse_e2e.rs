@@ -395,7 +395,7 @@ async fn muse_reply_cites_only_served_credible_urls_and_resists_injection() {
     );
 }
 
-/// Muse's stopping rule, as the page step keeps it (issue 32): pages are read in order until
+/// Muse's stopping rule, as the page step keeps it: pages are read in order until
 /// `relevance.max_pages` pass relevance, and no further. A wave fetches at least four pages, but
 /// those fetched after enough were found are never extracted or scored ("not read"); before,
 /// the whole wave was read and the extra relevant pages dropped as "surplus".
@@ -898,6 +898,11 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
         "named by the table, not by the API's publisher: {reply}"
     );
     assert!(!reply.contains("Reuters") && !reply.contains("Someone Else"), "{reply}");
+    // The planted markup's rating is no fact-checker's: never shown as a rating, never said.
+    assert!(
+        !reply.contains("mallory") && !reply.contains("ignore previous"),
+        "{reply}"
+    );
     assert!(
         !reply.contains("rated it \"True\""),
         "a check of another claim is not named: {reply}"
@@ -925,6 +930,7 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
         "{reply_prompt}"
     );
     assert!(!block(&reply_prompt, "evidence").contains("Snopes"), "{reply_prompt}");
+    assert!(!reply_prompt.contains("mallory"), "{reply_prompt}");
     let metrics = daemon.http_get("/metrics").await;
     assert!(metrics.contains("fact_checks_total{outcome=\"named\"} 2"), "{metrics}");
     assert!(metrics.contains("fact_checks_total{outcome=\"found\"} 4"), "{metrics}");
@@ -992,7 +998,7 @@ async fn a_german_post_is_searched_in_german_and_in_english_and_answered_in_germ
     let _ = daemon.terminate(Duration::from_secs(10));
 }
 
-/// A draft whose verdict contradicts a fact-check it links (issue 29, item 12): a model that
+/// A draft whose verdict contradicts a fact-check it links: a model that
 /// reads AP's fact-check rating the story "False" and still writes "This post is accurate".
 /// With `verify.mode = "negative"` (an accurate draft is not debated) the contested draft is
 /// debated all the same, the contradiction before the judges; the posted reply says that a

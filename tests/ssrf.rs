@@ -233,7 +233,7 @@ async fn dns_rebinding_is_refused_at_connect_time() {
     assert_eq!(hits.load(Ordering::SeqCst), 0, "no connection reached loopback: {e}");
 }
 
-/// A credible page that redirects to a blocked domain (issue 29): the hop is refused before
+/// A credible page that redirects to a blocked domain: the hop is refused before
 /// any request reaches the blocked host — not only the landing page dropped afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redirect_to_a_blocked_domain_is_refused_at_the_hop() {

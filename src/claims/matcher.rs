@@ -189,6 +189,28 @@ impl Matcher {
         Ok(v.into_iter().next())
     }
 
+    /// The cosine of each of `claims` with `post` (a post's vector in `space`), each claim
+    /// embedded in the same space: what the same-claim decision reads for a review read from
+    /// a page (compared with [`Matcher::threshold`]). `None` without a model for the space
+    /// (CPU-bound: a blocking thread).
+    pub fn cosines(&self, post: &[f32], claims: &[String], space: Space) -> Result<Option<Vec<f32>>, CorpusError> {
+        let model = match space {
+            Space::English => &self.embedder,
+            Space::Multilingual => &self.multilingual,
+            Space::WordsOnly => return Ok(None),
+        };
+        let Some(model) = model else { return Ok(None) };
+        if claims.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let vectors = model
+            .embed(claims)
+            .map_err(|e| CorpusError::Tantivy(tantivy::TantivyError::InternalError(e.to_string())))?;
+        Ok(Some(
+            vectors.iter().map(|v| crate::relevance::cosine(post, v)).collect(),
+        ))
+    }
+
     /// The `k` best candidates for `text` (a post's text with its images' text), best first
     /// (CPU-bound: call from a blocking thread). Sees the latest commit first.
     pub fn find(&self, text: &str, language: Option<&str>, k: usize) -> Result<(Space, Vec<Candidate>), CorpusError> {

@@ -1,4 +1,4 @@
-//! Known claims (issue 27): the fact-check corpus and the claim matcher. Most viral claims
+//! Known claims: the fact-check corpus and the claim matcher. Most viral claims
 //! recur, and the strongest evidence for one is the published fact-check of that very claim.
 //! [`Corpus`] is its own tantivy index (`claims/` in the state folder) — one document per
 //! review URL, the review as JSON, its claim and headline as BM25 text, the reviewed claim's

@@ -293,7 +293,7 @@ fn a_long_word_after_a_clause_mark_starts_its_own_piece() {
     assert_eq!(joined, body);
 }
 
-/// A mention inside a cited URL (issue 29): Mastodon's `MENTION_RE` finds `@name` after any
+/// A mention inside a cited URL: Mastodon's `MENTION_RE` finds `@name` after any
 /// character but `=`, `/` and word characters, URLs included, so each of these evidence URLs
 /// would ping `victim` — and, in a direct reply, add them as a recipient. Every such `@` is
 /// posted percent-encoded; the model may write the URL either way; `/@user` paths stay.
@@ -320,7 +320,7 @@ fn an_at_sign_in_a_cited_url_can_ping_nobody() {
     assert_eq!(at_safe("https://x.example/a＠b"), "https://x.example/a%EF%BC%A0b");
 }
 
-/// Control and format characters from outside text never reach a posted reply (issue 29):
+/// Control and format characters from outside text never reach a posted reply:
 /// a rating or title carrying a right-to-left override, isolates, a BEL or an ANSI escape
 /// comes out as its visible letters; the joiners that spelling and emoji need stay.
 #[test]

@@ -44,7 +44,7 @@ pub struct BlueskyConfig {
     pub max_retries: usize,
     /// Largest answer read, bytes.
     pub max_response_bytes: usize,
-    /// `[bluesky.labeler]`: verdicts as labels (issue 31).
+    /// `[bluesky.labeler]`: verdicts as labels.
     pub labeler: super::LabelerConfig,
 }
 

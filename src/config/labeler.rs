@@ -1,4 +1,4 @@
-//! `[bluesky.labeler]`: the Bluesky account as a labeler (issue 31). Which triggers' verdicts
+//! `[bluesky.labeler]`: the Bluesky account as a labeler. Which triggers' verdicts
 //! become labels, replies or both, how sure a verdict must be to label a post, and when labels
 //! expire. Labels are served by Ozone beside the daemon (README: Deploy → Labeler).
 

@@ -47,6 +47,12 @@ pub struct LivingConfig {
     /// Answer a new post whose claim is a kept post's from that answer's evidence (re-verified,
     /// not searched again).
     pub memory: bool,
+    /// An asked (`recheck` by the asker) or edited re-check at most once in this long, per
+    /// answer ("90s", "30m", "1h", "2d"); a moderator's `recheck` is not held to it.
+    pub recheck_cooldown: String,
+    /// Re-checks of an answer that may find nothing new before the asker's `recheck` and the
+    /// author's edits stop setting more (a moderator's still does).
+    pub max_idle_rechecks: u32,
 }
 
 impl Default for LivingConfig {
@@ -63,6 +69,8 @@ impl Default for LivingConfig {
             rematch_batch: 200,
             delete_when_asker_deletes: false,
             memory: true,
+            recheck_cooldown: "1h".into(),
+            max_idle_rechecks: 3,
         }
     }
 }
@@ -71,6 +79,12 @@ impl LivingConfig {
     /// `recheck_after` as durations (an unreadable one is a config error named by `validate`).
     pub fn recheck_delays(&self) -> Vec<chrono::Duration> {
         self.recheck_after.iter().filter_map(|d| duration(d)).collect()
+    }
+
+    /// `recheck_cooldown` as a duration (an unreadable one is a config error named by
+    /// `validate`; an hour until then).
+    pub fn cooldown(&self) -> chrono::Duration {
+        duration(&self.recheck_cooldown).unwrap_or_else(|| chrono::Duration::hours(1))
     }
 
     pub fn keep(&self) -> chrono::Duration {

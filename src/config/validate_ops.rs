@@ -307,6 +307,20 @@ pub(super) fn living(c: &Config, p: &mut Problems) {
             Some(_) => {}
         }
     }
+    if super::super::duration(&l.recheck_cooldown).is_none() {
+        p.bad(
+            "living.recheck_cooldown",
+            format!("is `{}`", l.recheck_cooldown),
+            "write the cooldown as a number and one unit: \"90s\", \"30m\", \"1h\", \"2d\"",
+        );
+    }
+    if l.max_idle_rechecks > 100 {
+        p.bad(
+            "living.max_idle_rechecks",
+            format!("is {}", l.max_idle_rechecks),
+            "allow 0 to 100 re-checks that find nothing new (3 is the default)",
+        );
+    }
     if l.recheck_after.len() > 10 {
         p.bad(
             "living.recheck_after",

@@ -1,4 +1,4 @@
-//! Who is a fact-checker (issue 27, item 6): a review is named as a fact-checker's rating only
+//! Who is a fact-checker: a review is named as a fact-checker's rating only
 //! when the page it was read from is one — the IFCN signatories and the fact-checkers of the
 //! built-in tables, per language, and the operator's `[credibility] fact_checkers` — and it is
 //! named by the name here, never by its markup's `author` (any page can set that). A newsroom

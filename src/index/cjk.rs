@@ -1,4 +1,4 @@
-//! The evidence index's words (issue 30, item 5): tantivy's default tokenizer keeps a run of
+//! The evidence index's words: tantivy's default tokenizer keeps a run of
 //! Japanese, Chinese or Korean as one token (its letters are alphanumeric and unspaced), so
 //! such an item was found only by the exact run. [`Words`] splits text as tantivy's
 //! `SimpleTokenizer` does (runs of letters and digits) and then cuts every run of CJK

@@ -431,8 +431,8 @@ mod tests {
         assert!(index.search("  ¿?  ", None, 10).unwrap().is_empty());
     }
 
-    /// A Japanese or Chinese post finds a fact-check in its language by words (issue 30,
-    /// item 5): with tantivy's default tokenizer each unspaced run was one token, so the post's
+    /// A Japanese or Chinese post finds a fact-check in its language by words:
+    /// with tantivy's default tokenizer each unspaced run was one token, so the post's
     /// wording had to repeat the item's runs exactly and neither query below found anything.
     #[test]
     fn cjk_posts_find_cjk_items_by_words() {
@@ -515,7 +515,7 @@ mod tests {
         assert!(!empty.path().join("none").exists(), "a reader creates nothing");
     }
 
-    /// An index of another format is emptied of tantivy's files only (issue 29): whatever else
+    /// An index of another format is emptied of tantivy's files only: whatever else
     /// the folder holds — sled's files, if an operator pointed `index.path` at the state
     /// folder — stays.
     #[test]

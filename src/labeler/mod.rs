@@ -1,4 +1,4 @@
-//! Labels (issue 31): a verdict as a label on the checked post, for everyone who subscribes to
+//! Labels: a verdict as a label on the checked post, for everyone who subscribes to
 //! the bot's labeler on Bluesky, instead of or beside a reply (`[bluesky.labeler]`). This file
 //! is the policy — which job's verdict becomes which label, and whether the job still replies;
 //! [`declare`] is the labeler's declaration, [`setup`] the command that writes it, [`evidence`]
@@ -82,7 +82,9 @@ pub fn decide(config: &LabelerConfig, job: &Job, has_labels: bool, tag: Option<C
     };
     let label = value(config, job).map(|v| JobLabel {
         uri: target.id.clone(),
-        cid: String::new(),
+        // The version the resolve stage read and the verdict is about (else the label stage
+        // reads the current one).
+        cid: target.version.clone().unwrap_or_default(),
         create: vec![v],
         negate: Vec::new(),
         expires: expiry(config, chrono::Utc::now()),

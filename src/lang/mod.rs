@@ -192,7 +192,7 @@ fn of_primary(tag: Option<&str>, text: &str) -> Option<String> {
 const PART: f64 = 0.2;
 
 /// A second language a post is written in beside `main` (its tag, or what it reads as), for
-/// its queries (issue 30, item 2): the language of its letters in the other script (Latin or
+/// its queries: the language of its letters in the other script (Latin or
 /// not) when they are [`PART`] of its letters and [`MIN_LETTERS`] or more — a Japanese post
 /// quoting an English sentence, an English one quoting Japanese — else a second language the
 /// n-gram model reads in it (Spanish with Catalan). `None` when it reads as `main` alone.
@@ -469,7 +469,7 @@ mod tests {
             "too short to doubt the tag"
         );
         assert_eq!(of(Some("pt-BR"), "ok").as_deref(), Some("pt"));
-        // Issue 30: a Japanese post quoting an English sentence stays Japanese; the same words
+        // A Japanese post quoting an English sentence stays Japanese; the same words
         // in English alone, tagged ja, read as English.
         let mixed =
             "万里の長城について、NASA said the Great Wall is visible from the Moon と宇宙飛行士が確認したそうです。";
@@ -489,7 +489,7 @@ mod tests {
         let de = "Die Chinesische Mauer ist das einzige Bauwerk, das man vom Mond aus mit bloßem Auge sehen kann.";
         assert_eq!(of(Some("de"), de).as_deref(), Some("de"));
         assert_eq!(of(None, "").as_deref(), None);
-        // Issue 30, item 2: a mixed post's queries cover its second language.
+        // A mixed post's queries cover its second language.
         assert_eq!(also(mixed, Some("ja")), Some("en"));
         assert_eq!(
             also(

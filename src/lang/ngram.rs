@@ -1,5 +1,5 @@
 //! A character n-gram naive Bayes model for the languages `whatlang` cannot tell apart on a
-//! short post (issue 30, item 3): Spanish, Portuguese, Catalan, Galician, Basque and English —
+//! short post: Spanish, Portuguese, Catalan, Galician, Basque and English —
 //! whatlang has no Galician and no Basque, and on a tweet it takes Catalan for Spanish and
 //! Galician for Portuguese as often as not. Trained on TweetLID 2014's training split (13,931
 //! real tweets with gold labels; its test split is held out), shipped as counts in

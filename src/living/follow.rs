@@ -2,9 +2,13 @@
 //! `follow_secs` (round-robin from a place kept in sled, so a restart goes on where it was),
 //! read in batches — Mastodon's `GET /api/v1/statuses?id[]=` 20 at a time (one by one on
 //! servers before 4.3), Bluesky's `getPosts` 25 at a time — so a round of 100 costs 5 requests.
-//! The checked post deleted (or hidden from the bot) → every part of the answer deleted
-//! ([`super::take_down`]); edited (another digest of its text) → a re-check, which posts an
-//! update only if the verdict changes. The post that asked deleted → the answer stays, unless
+//! A checked post the bot can no longer read is asked about where blocks do not apply
+//! ([`crate::platform::Platform::confirm_deleted`]): deleted → every part of the answer deleted
+//! ([`super::take_down`]); only hidden from the bot (its author blocks the bot, or the
+//! platform cannot tell) → the answer stays, marked `hidden` and no longer followed (a block
+//! must not take a correction down while the false post stays up). Edited (another digest of
+//! its text) → a re-check, which posts an update only if the verdict changes. The post that
+//! asked deleted (confirmed the same way) → the answer stays, unless
 //! `delete_when_asker_deletes`. A rate limit ends the round; other errors skip the post until
 //! the next round.
 
@@ -15,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::LivingConfig;
 use crate::metrics::SharedMetrics;
 use crate::model::{Kept, PlatformKind, RecheckWhy};
-use crate::platform::{PlatformError, Platforms};
+use crate::platform::{Absence, Platform, PlatformError, Platforms};
 use crate::store::{Store, StoreError};
 
 pub struct Follower {
@@ -31,6 +35,8 @@ pub struct Round {
     pub looked: usize,
     pub deleted: usize,
     pub edited: usize,
+    /// Posts found hidden from the bot (not deleted): their answers stay, no longer followed.
+    pub hidden: usize,
 }
 
 impl Follower {
@@ -46,10 +52,11 @@ impl Follower {
                 _ = tick.tick() => {}
             }
             match self.round().await {
-                Ok(r) if r.deleted + r.edited > 0 => tracing::info!(
+                Ok(r) if r.deleted + r.edited + r.hidden > 0 => tracing::info!(
                     looked = r.looked,
                     deleted = r.deleted,
                     edited = r.edited,
+                    hidden = r.hidden,
                     "kept answers followed"
                 ),
                 Ok(_) => {}
@@ -76,6 +83,14 @@ impl Follower {
             page.extend(more.into_iter().filter(|k| k.job_id.as_str() <= after.as_str()));
         }
         let last = page.last().map(|k| k.job_id.clone()).unwrap_or_default();
+        // Answers of the last hour are looked at every round besides: an edit right after an
+        // answer (or its label) is met within one interval.
+        let since = chrono::Utc::now() - chrono::Duration::hours(1);
+        for fresh in self.store.fresh_kept(since)? {
+            if !page.iter().any(|k| k.job_id == fresh.job_id) {
+                page.push(fresh);
+            }
+        }
         let mut round = Round::default();
         'platforms: for kind in [PlatformKind::Mastodon, PlatformKind::Bluesky] {
             let Some(platform) = self.platforms.get(kind) else {
@@ -83,7 +98,7 @@ impl Follower {
             };
             let mine: Vec<Kept> = page
                 .iter()
-                .filter(|k| k.platform == kind && k.gone.is_none())
+                .filter(|k| k.platform == kind && k.gone.is_none() && k.hidden.is_none())
                 .cloned()
                 .collect();
             if mine.is_empty() {
@@ -112,17 +127,27 @@ impl Follower {
                 let mut gone = match seen {
                     Ok(post) => {
                         let digest = super::digest(&post);
-                        if digest != kept.digest {
-                            tracing::info!(job = %kept.job_id, "the checked post was edited; re-checking it");
-                            kept.digest = digest;
-                            kept.claim = post.text.clone();
-                            self.store.save_kept(&kept)?;
-                            super::recheck_now(&self.store, &self.config, &mut kept, RecheckWhy::Edited)?;
+                        if digest != kept.digest && self.edited(&kept, digest, &post.text)? {
                             round.edited += 1;
                         }
                         None
                     }
-                    Err(PlatformError::Gone(why)) => Some(format!("the checked post is gone: {why}")),
+                    Err(PlatformError::Gone(why)) => match platform.confirm_deleted(&target).await {
+                        Ok(Absence::Deleted) => Some(format!("the checked post is deleted: {why}")),
+                        Ok(Absence::Hidden(how) | Absence::Unknown(how)) => {
+                            self.hidden(&kept, &how)?;
+                            round.hidden += 1;
+                            continue;
+                        }
+                        Err(PlatformError::RateLimited { until, .. }) => {
+                            tracing::warn!(until = %until, "rate limited while following kept answers; the round ends");
+                            break 'platforms;
+                        }
+                        Err(e) => {
+                            tracing::warn!(job = %kept.job_id, error = %e, "whether a kept answer's post is deleted could not be asked; next round");
+                            continue;
+                        }
+                    },
                     Err(PlatformError::RateLimited { until, .. }) => {
                         tracing::warn!(until = %until, "rate limited while following kept answers; the round ends");
                         break 'platforms;
@@ -132,10 +157,9 @@ impl Follower {
                         continue;
                     }
                 };
-                if gone.is_none() && self.config.delete_when_asker_deletes && kept.trigger.status_id != kept.target_id {
-                    if let Ok(false) = platform.exists(&kept.trigger.status_id).await {
-                        gone = Some("the post that asked was deleted".to_string());
-                    }
+                let ask_followed = self.config.delete_when_asker_deletes && kept.trigger.status_id != kept.target_id;
+                if gone.is_none() && ask_followed && deleted(platform, &kept.trigger.status_id).await {
+                    gone = Some("the post that asked was deleted".to_string());
                 }
                 let Some(why) = gone else { continue };
                 match super::take_down(platform, &self.store, &mut kept, why).await {
@@ -155,4 +179,62 @@ impl Follower {
         self.store.set_living_mark("follow", &last)?;
         Ok(round)
     }
+
+    /// The checked post is there but hidden from the bot (or the platform cannot say): the
+    /// answer stays up, and is marked so that it is no longer followed or re-checked.
+    fn hidden(&self, kept: &Kept, how: &str) -> Result<(), StoreError> {
+        tracing::info!(job = %kept.job_id, why = how, "the checked post is hidden from the bot, not deleted; the answer stays");
+        self.store.update_kept(&kept.job_id, |k| {
+            k.hidden.get_or_insert_with(|| how.to_string());
+        })?;
+        if let Some(m) = &self.metrics {
+            m.living("hidden");
+        }
+        Ok(())
+    }
+
+    /// The checked post reads otherwise now: its old claim vector is forgotten at once (claim
+    /// memory must not answer the old words from it) and a re-check is set. The new text and
+    /// digest are taken only when the re-check is set (or the thread takes none): an edit met
+    /// during the cooldown, or while a re-check waits, is met again next round. Returns whether
+    /// a re-check was set.
+    fn edited(&self, kept: &Kept, digest: String, text: &str) -> Result<bool, StoreError> {
+        self.store.forget_vector(&kept.job_id)?;
+        let (set, _) = super::recheck_now(
+            &self.store,
+            &self.config,
+            &kept.job_id,
+            RecheckWhy::Edited,
+            super::Asker::Other,
+        )?;
+        match set {
+            super::RecheckSet::Set | super::RecheckSet::Closed => {
+                self.store.update_kept(&kept.job_id, |k| {
+                    k.digest = digest.clone();
+                    k.claim = text.to_string();
+                })?;
+                if set == super::RecheckSet::Set {
+                    tracing::info!(job = %kept.job_id, "the checked post was edited; re-checking it");
+                }
+                Ok(set == super::RecheckSet::Set)
+            }
+            later => {
+                tracing::debug!(job = %kept.job_id, why = ?later, "the checked post was edited; re-checked later");
+                Ok(false)
+            }
+        }
+    }
 }
+
+/// Whether a post the bot cannot read is confirmed deleted (hidden from the bot, or not
+/// knowable, is not; neither is a failure to ask).
+async fn deleted(platform: &Platform, id: &str) -> bool {
+    match platform.exists(id).await {
+        Ok(false) => matches!(platform.confirm_deleted(id).await, Ok(Absence::Deleted)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod tests;

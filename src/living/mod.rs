@@ -1,4 +1,4 @@
-//! Living replies (issue 28): an answer's life after it is posted. A room of its own on the one
+//! Living replies: an answer's life after it is posted. A room of its own on the one
 //! stage machine — every re-check is a job (`Cause::Recheck`) run by the same worker, and what
 //! this room adds are the records and the tasks that make those jobs:
 //!
@@ -106,6 +106,10 @@ pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>)
         gone: None,
         matched_generation: 0,
         label: labelled.and_then(|l| l.create.first().map(|v| (*v, l.cid.clone()))),
+        hidden: None,
+        pending: None,
+        last_asked: None,
+        idle_rechecks: 0,
     };
     // Timers first, then the record that counts them: a crash between leaves a timer whose
     // job finds no kept post and ends (`Unchanged`), never a kept post with a lost timer.
@@ -115,7 +119,9 @@ pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>)
         kept.timers += 1;
         kept.next_recheck = Some(kept.next_recheck.map_or(at, |n: DateTime<Utc>| n.min(at)));
     }
-    store.save_kept(&kept)?;
+    if let Some(existing) = store.create_kept(&kept)? {
+        return Ok(Some(existing));
+    }
     if let Some(v) = &kept.vector {
         // Claim memory answers from verdicts only, not from "could not verify".
         if !undecided(draft.outcome, draft.verdict) {
@@ -126,19 +132,93 @@ pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>)
     Ok(Some(kept))
 }
 
-/// Sets a re-check of `kept` due now (a new review, an edit, a command), unless the thread is
-/// closed to updates. Returns whether one was set.
-pub fn recheck_now(store: &Store, config: &LivingConfig, kept: &mut Kept, why: RecheckWhy) -> Result<bool, StoreError> {
-    if kept.gone.is_some() || kept.updates.len() as u32 >= config.max_updates {
-        return Ok(false);
-    }
+/// What asking for a re-check did. Closed: the log, the command's acknowledgement and the
+/// tests name each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecheckSet {
+    /// A re-check is due now.
+    Set,
+    /// The thread takes no more updates: deleted, withdrawn, hidden from the bot, or it had
+    /// `max_updates`.
+    Closed,
+    /// A re-check of this answer is already waiting: one at a time.
+    Waiting,
+    /// An asked or edited re-check ran less than `recheck_cooldown` ago: not before then.
+    Cooling(DateTime<Utc>),
+    /// `max_idle_rechecks` re-checks found nothing new: no more on demand.
+    Spent,
+}
+
+/// Who asks for a re-check: a moderator is held only to one at a time and the thread's
+/// bounds, not to the cooldown or the idle bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asker {
+    Moderator,
+    Other,
+}
+
+/// Sets a re-check of the kept answer `job_id` due now (a new review, an edit, a command),
+/// unless the thread is closed to updates, one is already waiting, an asked or edited one ran
+/// within `recheck_cooldown`, or `max_idle_rechecks` found nothing new. The timer and the
+/// number it takes are written with the record, in one transaction. Returns what was done
+/// and the kept answer as it is now.
+pub fn recheck_now(
+    store: &Store,
+    config: &LivingConfig,
+    job_id: &str,
+    why: RecheckWhy,
+    asker: Asker,
+) -> Result<(RecheckSet, Option<Kept>), StoreError> {
     let now = Utc::now();
-    store.add_timer(now, &kept.job_id, kept.timers, &why)?;
-    kept.timers += 1;
-    kept.next_recheck = Some(now);
-    store.save_kept(kept)?;
-    tracing::info!(job = %kept.job_id, why = why.as_str(), "re-check set");
-    Ok(true)
+    let cooldown = config.cooldown();
+    // Whether the re-check set last still waits (its timer, or its job not finished) is read
+    // before the transaction: other reads of the store must not run inside one.
+    let Some(before) = store.kept(job_id)? else {
+        return Ok((RecheckSet::Closed, None));
+    };
+    let waits = before.pending.filter(|n| {
+        let id = recheck_job(&before, *n, RecheckWhy::Scheduled).id;
+        let timer = store
+            .timers_of(job_id)
+            .map(|t| t.iter().any(|t| t.n == *n))
+            .unwrap_or(true);
+        let job = store
+            .job(&id)
+            .map(|j| j.is_some_and(|j| j.status == Status::Pending))
+            .unwrap_or(true);
+        timer || job
+    });
+    let paced = matches!(why, RecheckWhy::Asked(_) | RecheckWhy::Edited) && asker == Asker::Other;
+    let changed = store.update_kept_with(job_id, |k| {
+        if k.gone.is_some() || k.hidden.is_some() || k.updates.len() as u32 >= config.max_updates {
+            return (RecheckSet::Closed, None);
+        }
+        if k.pending.is_some() && (k.pending == waits || k.pending != before.pending) {
+            // The one read above still waits, or another was set since: one at a time.
+            return (RecheckSet::Waiting, None);
+        }
+        if asker == Asker::Other && k.idle_rechecks >= config.max_idle_rechecks {
+            return (RecheckSet::Spent, None);
+        }
+        if let Some(last) = k.last_asked.filter(|_| paced) {
+            if now < last + cooldown {
+                return (RecheckSet::Cooling(last + cooldown), None);
+            }
+        }
+        let n = k.timers;
+        k.timers += 1;
+        k.next_recheck = Some(now);
+        k.pending = Some(n);
+        if matches!(why, RecheckWhy::Asked(_) | RecheckWhy::Edited) {
+            k.last_asked = Some(now);
+        }
+        (RecheckSet::Set, Some((now, n, why.clone())))
+    })?;
+    let Some((kept, set)) = changed else {
+        return Ok((RecheckSet::Closed, None));
+    };
+    tracing::info!(job = %kept.job_id, why = why.as_str(), set = ?set, "re-check asked for");
+    Ok((set, Some(kept)))
 }
 
 /// Why an answer could not be taken down.
@@ -163,16 +243,26 @@ pub async fn take_down(
     for part in kept.parts.iter().rev() {
         platform.delete(part).await?;
     }
-    kept.gone = Some(why.clone());
-    kept.claim.clear();
-    kept.vector = None;
-    kept.next_recheck = None;
+    let closed = store.update_kept(&kept.job_id, |k| {
+        k.gone.get_or_insert_with(|| why.clone());
+        k.claim.clear();
+        k.vector = None;
+        k.next_recheck = None;
+        k.label = None;
+    })?;
+    if let Some((now, ())) = closed {
+        // An update recorded while the parts above were deleted: its parts go too (an update
+        // recorded after the close sees it and deletes its own).
+        for part in now.parts.iter().rev().filter(|p| !kept.parts.contains(p)) {
+            platform.delete(part).await?;
+        }
+        *kept = now;
+    }
     for t in store.timers_of(&kept.job_id)? {
         store.remove_timer(&t.key)?;
     }
     store.forget_vector(&kept.job_id)?;
     store.forget_reply(&format!("{}:{}", kept.platform.as_str(), kept.target_id))?;
-    store.save_kept(kept)?;
     tracing::info!(job = %kept.job_id, parts = kept.parts.len(), why, "answer deleted");
     Ok(())
 }

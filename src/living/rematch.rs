@@ -86,7 +86,7 @@ impl Rematcher {
             let page = self.store.kept_page(&after, 500)?;
             let Some(last) = page.last() else { break };
             after = last.job_id.clone();
-            for mut kept in page {
+            for kept in page {
                 if kept.gone.is_some() || kept.matched_generation >= generation || kept.claim.is_empty() {
                     continue;
                 }
@@ -104,19 +104,29 @@ impl Rematcher {
                         && self.credibility.fact_checker(&c.entry.review.url).is_some()
                         && !kept.reviews.contains(&c.entry.review.url)
                 });
-                kept.matched_generation = generation;
-                match fresh {
-                    Some(c) => {
-                        let url = c.entry.review.url.clone();
-                        kept.reviews.push(url.clone());
-                        tracing::info!(job = %kept.job_id, review = %url, cosine = ?c.cosine, "a new review matches a kept answer's claim");
-                        if super::recheck_now(&self.store, &self.config, &mut kept, RecheckWhy::Review(url))? {
-                            set += 1;
-                        } else {
-                            self.store.save_kept(&kept)?;
+                if let Some(c) = &fresh {
+                    tracing::info!(job = %kept.job_id, review = %c.entry.review.url, cosine = ?c.cosine, "a new review matches a kept answer's claim");
+                }
+                let url = fresh.map(|c| c.entry.review.url.clone());
+                self.store.update_kept(&kept.job_id, |k| {
+                    k.matched_generation = k.matched_generation.max(generation);
+                    if let Some(url) = &url {
+                        if !k.reviews.contains(url) {
+                            k.reviews.push(url.clone());
                         }
                     }
-                    None => self.store.save_kept(&kept)?,
+                })?;
+                if let Some(url) = url {
+                    let (done, _) = super::recheck_now(
+                        &self.store,
+                        &self.config,
+                        &kept.job_id,
+                        RecheckWhy::Review(url),
+                        super::Asker::Other,
+                    )?;
+                    if done == super::RecheckSet::Set {
+                        set += 1;
+                    }
                 }
             }
         }

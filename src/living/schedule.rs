@@ -51,11 +51,12 @@ impl Scheduler {
         }
         let mut made = 0;
         for timer in self.store.due_timers(now, room)? {
-            let Some(mut kept) = self.store.kept(&timer.job_id)? else {
+            let Some(kept) = self.store.kept(&timer.job_id)? else {
                 self.store.remove_timer(&timer.key)?;
                 continue;
             };
-            if kept.gone.is_some() {
+            if kept.gone.is_some() || kept.hidden.is_some() {
+                // Deleted, withdrawn, or hidden from the bot: not re-checked.
                 self.store.remove_timer(&timer.key)?;
                 continue;
             }
@@ -69,8 +70,8 @@ impl Scheduler {
             }
             // Not inserted: stored before a stop (the job is the timer's), nothing more to do.
             self.store.remove_timer(&timer.key)?;
-            kept.next_recheck = self.store.timers_of(&kept.job_id)?.iter().map(|t| t.at).min();
-            self.store.save_kept(&kept)?;
+            let next = self.store.timers_of(&kept.job_id)?.iter().map(|t| t.at).min();
+            self.store.update_kept(&kept.job_id, |k| k.next_recheck = next)?;
         }
         Ok(made)
     }

@@ -58,7 +58,7 @@ pub struct ClaimReview {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub other_claim: bool,
     /// The reviewed claim is the post's claim: its cosine with the post is at or above the
-    /// calibrated `claims.same_claim` threshold (claim matching; issue 27).
+    /// calibrated `claims.same_claim` threshold (claim matching).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub same_claim: bool,
     /// The fact-checker whose page the review was read from, by the credibility table's name
@@ -84,13 +84,32 @@ pub struct ClaimMatch {
     #[serde(default)]
     pub bm25: f32,
     /// It decides the reply: the same claim, a fact-checker's page that passed the citing rule
-    /// where it landed.
+    /// where it landed, and that page's own markup reviews the post's claim (`live`).
     #[serde(default)]
     pub decides: bool,
     /// Why a same-claim match does not decide (not a fact-checker's page, its page did not
-    /// answer, landed elsewhere…).
+    /// answer, landed elsewhere, carries no markup or a review of another claim…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why_not: Option<String>,
+    /// Its page was fetched through the guard and landed on a citable page of the same
+    /// fact-checker (`review.url` is where it landed): a search candidate, evidence like any
+    /// page. Only its live markup (`live`) lets it decide.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub landed: bool,
+    /// The landed page's own `ClaimReview` of the post's claim (the same claim by the
+    /// matcher's threshold), as read from the page: what a deciding match is named and settled
+    /// by — its rating, claim and date, never the corpus's (an import is the operator's file,
+    /// not the fact-checker's words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<ClaimReview>,
+}
+
+impl ClaimMatch {
+    /// The review this match settles the reply with: its live page's, when it decides; never
+    /// the corpus's record (a match stored as deciding without a live review decides nothing).
+    pub fn deciding(&self) -> Option<&ClaimReview> {
+        self.live.as_ref().filter(|_| self.decides)
+    }
 }
 
 /// What a rating says, as a hint for the model and for telling disagreement apart; the reply's

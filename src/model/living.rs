@@ -157,6 +157,21 @@ pub struct Kept {
     /// on): what a changed verdict or a withdrawal negates.
     #[serde(default)]
     pub label: Option<(super::label::LabelValue, String)>,
+    /// Set when the checked post is hidden from the bot (the author blocked it, or the post's
+    /// server answers others but not the bot) while it still exists: why. The answer stays up
+    /// and is no longer re-checked.
+    #[serde(default)]
+    pub hidden: Option<String>,
+    /// The number of the re-check set on demand (an edit, a review, a command) last: one at a
+    /// time waits.
+    #[serde(default)]
+    pub pending: Option<u32>,
+    /// When an asked or edited re-check was set last (`living.recheck_cooldown` counts from it).
+    #[serde(default)]
+    pub last_asked: Option<DateTime<Utc>>,
+    /// Re-checks that found nothing new (`living.max_idle_rechecks` bounds those asked for).
+    #[serde(default)]
+    pub idle_rechecks: u32,
 }
 
 impl Kept {
@@ -168,5 +183,19 @@ impl Kept {
     /// Whether an update with this digest was already posted.
     pub fn has_update(&self, digest: &str) -> bool {
         self.updates.iter().any(|u| u.digest == digest)
+    }
+
+    /// Once an answer is gone it stays gone: a change made to `before`, a gone answer, keeps
+    /// it closed — its reason, no text or vector, no next re-check, and no label put back (a
+    /// negation may still clear one). Every write of a kept answer passes through this.
+    pub fn hold_closed(&mut self, before: &Kept) {
+        let Some(gone) = &before.gone else { return };
+        self.gone = Some(gone.clone());
+        self.claim.clear();
+        self.vector = None;
+        self.next_recheck = None;
+        if self.label.is_some() && self.label != before.label {
+            self.label = before.label.clone();
+        }
     }
 }

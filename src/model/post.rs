@@ -140,6 +140,10 @@ pub struct Post {
     /// The post this one quotes, when the quote is visible (accepted).
     #[serde(default)]
     pub quote: Option<Box<Post>>,
+    /// The version of the post that was read, where the platform names one (Bluesky: the
+    /// record's CID): a label goes on the content that was checked, not on a later version.
+    #[serde(default)]
+    pub version: Option<String>,
 }
 
 impl Post {
@@ -158,6 +162,7 @@ impl Post {
             author_display_name: author.into(),
             author_is_bot: false,
             author_nobot: false,
+            version: None,
             text: text.into(),
             created_at,
             visibility,

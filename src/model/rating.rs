@@ -1,4 +1,4 @@
-//! A fact-checker's rating → its class (issue 27, item 6): looked up in the publishers' rating
+//! A fact-checker's rating → its class: looked up in the publishers' rating
 //! vocabulary — whole labels as fact-checkers publish them (Snopes, PolitiFact, AFP, Full
 //! Fact, Lead Stories, the Washington Post; CORRECTIV, Les Décodeurs, Maldita, Aos Fatos,
 //! Pagella Politica, Nieuwscheckers, InFact…), per language — never from words found anywhere

@@ -166,7 +166,7 @@ pub struct Retrieval {
     /// is also a search candidate; a page without markup gets its review from here).
     #[serde(default)]
     pub fact_checks: Vec<super::factcheck::ClaimReview>,
-    /// What claim matching found in the fact-check corpus (the `match` step, issue 27); `None`
+    /// What claim matching found in the fact-check corpus (the `match` step); `None`
     /// until that step ran.
     #[serde(default)]
     pub matches: Option<Vec<super::factcheck::ClaimMatch>>,
@@ -180,6 +180,10 @@ pub struct Retrieval {
     pub recalled: Option<super::living::Recalled>,
     pub dropped: Vec<Dropped>,
     pub unverified_quotes: usize,
+    /// A re-check's record: its searches ask the backends again instead of reading the search
+    /// cache (it looks for what was published since the first answer).
+    #[serde(default)]
+    pub fresh: bool,
 }
 
 impl Retrieval {
@@ -222,16 +226,18 @@ impl Retrieval {
     }
 
     /// The professional fact-checks of the post's own claim that the reply rests on: the
-    /// corpus's deciding matches, then the evidence pages' reviews that are the same claim and
-    /// a fact-checker's (`cited_reviews`), one per review URL.
+    /// corpus's deciding matches (as their live pages' markup gives them), then the evidence
+    /// pages' reviews that are the same claim and a fact-checker's (`cited_reviews`), one per
+    /// review URL.
     pub fn deciding_reviews(&self) -> Vec<super::factcheck::ClaimReview> {
         let mut out: Vec<super::factcheck::ClaimReview> = Vec::new();
+        // A match's live page's review, never the corpus's record of it.
         let matched = self
             .matches
             .iter()
             .flatten()
-            .filter(|m| m.decides)
-            .map(|m| m.review.clone());
+            .filter_map(super::factcheck::ClaimMatch::deciding)
+            .cloned();
         let cited = self
             .cited_reviews()
             .into_iter()

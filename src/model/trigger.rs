@@ -55,18 +55,28 @@ pub struct Account {
     pub is_self: bool,
     /// The profile text carries the `#nobot` opt-out.
     pub nobot: bool,
-    /// The account's stable id where the platform has one apart from its name: the DID on
-    /// Bluesky (a handle can be changed and then taken by someone else). `None` on Mastodon,
-    /// whose `user@domain` is the account.
+    /// The account's stable id apart from its name (a handle or an `acct` can be changed and
+    /// then taken by someone else): the DID on Bluesky, the account's id on the bot's server on
+    /// Mastodon (the notification's `account.id`). `None` in records of older builds.
     #[serde(default)]
     pub id: Option<String>,
 }
 
 impl Account {
-    /// What rights and memory of this person are keyed by: the DID on Bluesky, the lower-cased
-    /// `acct` on Mastodon.
+    /// What rights and memory of this person are keyed by: the stable id (the DID on Bluesky,
+    /// the account id on Mastodon); the lower-cased handle where a record has none.
     pub fn key(&self) -> String {
         account_key(&self.handle, self.id.as_deref())
+    }
+
+    /// Whether two accounts are the same person: by their ids where both carry one, else (a
+    /// record of an older build) by the handle, as it was keyed then.
+    pub fn same_account(&self, other: &Account) -> bool {
+        let id = |a: &Account| a.id.clone().filter(|i| !i.is_empty());
+        match (id(self), id(other)) {
+            (Some(a), Some(b)) => a == b,
+            _ => account_key(&self.handle, None) == account_key(&other.handle, None),
+        }
     }
 }
 

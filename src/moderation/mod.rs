@@ -4,8 +4,9 @@
 //! stage asks [`Moderation::admit_hit`] before a hashtag hit is answered (per-day and
 //! per-author counters, charged only for hits that go on) and [`Moderation::execute`] for a
 //! command. State lives in the store (`moderation` tree); the rules live here. People are
-//! known by [`crate::model::Account::key`]: on Bluesky the DID (the config's handles are
-//! resolved to DIDs at start), never the handle, which can change hands.
+//! known by [`crate::model::Account::key`]: on Bluesky the DID, on Mastodon the account's id on
+//! the bot's server (the config's handles and `acct`s are resolved at start), never the
+//! handle, which can change hands.
 
 pub mod ack;
 pub mod budget;
@@ -53,6 +54,10 @@ pub struct Moderation {
     /// Bluesky moderators and blocked accounts as DIDs: the config's DIDs, and its handles as
     /// resolved at start ([`Moderation::with_bluesky_dids`]). A handle is never compared.
     bluesky: Arc<std::sync::RwLock<BlueskyDids>>,
+    /// Mastodon moderators by account id on the bot's server: the config's `acct`s as looked
+    /// up at start ([`Moderation::with_mastodon_ids`]). A trigger that carries an account id
+    /// is judged by it alone.
+    mastodon_moderator_ids: Arc<HashSet<String>>,
 }
 
 /// The Bluesky accounts the config names, by DID.
@@ -99,6 +104,7 @@ impl Moderation {
             budget,
             local_domains: Vec::new(),
             bluesky,
+            mastodon_moderator_ids: Arc::default(),
         }
     }
 
@@ -111,6 +117,29 @@ impl Moderation {
             .filter(|d| !d.is_empty())
             .collect();
         self.local_domains.dedup();
+        self
+    }
+
+    /// The config's Mastodon moderators as the bot's server looks them up (`user` for its own
+    /// accounts, whichever of its names the config wrote; `user@domain` for another server's).
+    pub fn mastodon_moderator_accts(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .config
+            .mastodon_moderators
+            .iter()
+            .map(|m| self.norm(m))
+            .filter(|m| !m.is_empty())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The account ids the config's Mastodon moderators were looked up as at start: from now
+    /// on a Mastodon account is a moderator by its id, so an `acct` renamed and taken by
+    /// another account gives that account nothing.
+    pub fn with_mastodon_ids(mut self, ids: impl IntoIterator<Item = String>) -> Moderation {
+        self.mastodon_moderator_ids = Arc::new(ids.into_iter().filter(|i| !i.is_empty()).collect());
         self
     }
 
@@ -189,15 +218,20 @@ impl Moderation {
         self
     }
 
-    /// Whether the account (`handle`, and `id`, its DID on Bluesky) may give moderator
-    /// commands on `platform`. On Bluesky only the DID counts: whoever holds a moderator's old
-    /// handle gets nothing, and a moderator who changes handle keeps the rights.
+    /// Whether the account (`handle`, and `id`, its DID on Bluesky, its account id on
+    /// Mastodon) may give moderator commands on `platform`. Only the id counts: whoever holds
+    /// a moderator's old handle gets nothing, and a moderator who changes handle keeps the
+    /// rights. A Mastodon trigger without an id (written by a build before ids) is judged by
+    /// its `acct`, as it was then.
     pub fn is_moderator(&self, platform: PlatformKind, handle: &str, id: Option<&str>) -> bool {
         match platform {
-            PlatformKind::Mastodon => {
-                let handle = self.norm(handle);
-                self.config.mastodon_moderators.iter().any(|m| self.norm(m) == handle)
-            }
+            PlatformKind::Mastodon => match id.filter(|i| !i.is_empty()) {
+                Some(id) => self.mastodon_moderator_ids.contains(id),
+                None => {
+                    let handle = self.norm(handle);
+                    self.config.mastodon_moderators.iter().any(|m| self.norm(m) == handle)
+                }
+            },
             PlatformKind::Bluesky => id.is_some_and(|d| {
                 self.bluesky
                     .read()
@@ -232,7 +266,7 @@ impl Moderation {
     }
 
     /// Whether the account opted out on `platform` (`stop`, until `start`): by its key (the
-    /// DID on Bluesky), or by the handle an older build keyed opt-outs by (failing safe: the
+    /// DID on Bluesky, the account id on Mastodon), or by the handle an older build keyed opt-outs by (failing safe: the
     /// bot stays away from whoever shows that handle).
     pub fn opted_out(&self, platform: PlatformKind, handle: &str, id: Option<&str>) -> bool {
         self.store.opted_out(platform, &account_key(handle, id)) || self.store.opted_out(platform, &self.norm(handle))

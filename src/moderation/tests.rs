@@ -208,7 +208,7 @@ fn bluesky_people_are_known_by_their_did() {
     assert!(!m.opted_out(b, "bob-renamed.test", Some("did:plc:bob")));
 }
 
-/// A blocked Bluesky handle that does not resolve at start (issue 29) fails closed: refused by
+/// A blocked Bluesky handle that does not resolve at start fails closed: refused by
 /// its handle until it resolves, then by its DID (whatever handle that account takes later).
 #[test]
 fn a_blocked_handle_that_does_not_resolve_is_refused_by_handle_until_it_does() {
@@ -225,4 +225,53 @@ fn a_blocked_handle_that_does_not_resolve_is_refused_by_handle_until_it_does() {
     assert!(m.unresolved_blocked().is_empty());
     assert!(m.blocked_account(PlatformKind::Bluesky, "renamed.bsky.social", Some("did:plc:spam")));
     assert!(!m.blocked_account(PlatformKind::Bluesky, "spam.bsky.social", Some("did:plc:new-holder")));
+}
+
+/// Mastodon people by their account id on the bot's server: the moderators' `acct`s looked
+/// up at start, the notifications' `account.id`. An account that takes a moderator's `acct`
+/// after a rename (another id, the same `acct`) gets no rights; the moderator, renamed, keeps
+/// them; an opt-out follows the account, not the name.
+#[test]
+fn mastodon_people_are_known_by_their_account_id() {
+    let m = moderation()
+        .with_local_domains(["bots.example".to_string()])
+        .with_mastodon_ids(["111".to_string(), "222".to_string()]);
+    assert_eq!(m.mastodon_moderator_accts(), ["alice", "mod@other.example"]);
+    let masto = PlatformKind::Mastodon;
+    assert!(m.is_moderator(masto, "alice", Some("111")));
+    assert!(
+        !m.is_moderator(masto, "alice", Some("999")),
+        "the same acct, another account"
+    );
+    assert!(!m.is_moderator(masto, "alice@bots.example", Some("999")));
+    assert!(
+        m.is_moderator(masto, "alice-renamed", Some("111")),
+        "renamed, still a moderator"
+    );
+    assert!(m.is_moderator(masto, "mod@other.example", Some("222")));
+    // A moderator whose lookup failed at start has no id here: nobody is granted by the name.
+    let unresolved = moderation().with_mastodon_ids(["111".to_string()]);
+    assert!(!unresolved.is_moderator(masto, "mod@other.example", Some("222")));
+
+    let command = |id: &str, command: Command| {
+        let mut t = hit("x", "alice");
+        t.author.id = Some(id.into());
+        t.cause = Cause::Command { command };
+        t
+    };
+    assert_eq!(
+        m.triage(&command("999", Command::Pause)),
+        Some(SkipReason::NotModerator)
+    );
+    assert_eq!(m.triage(&command("111", Command::Pause)), None);
+
+    m.execute(masto, "alice", Some("111"), &Command::Stop, "en").unwrap();
+    assert!(m.opted_out(masto, "alice-renamed", Some("111")));
+    assert!(
+        !m.opted_out(masto, "alice", Some("999")),
+        "the name's new holder did not opt out"
+    );
+    m.execute(masto, "alice-renamed", Some("111"), &Command::Start, "en")
+        .unwrap();
+    assert!(!m.opted_out(masto, "alice-renamed", Some("111")));
 }

@@ -20,6 +20,8 @@ pub enum Call {
     LookMany,
     /// A label event (labeler mode).
     Label,
+    /// The question whether a post the bot cannot read is deleted or hidden from it.
+    Confirm,
 }
 
 pub struct Double {
@@ -43,6 +45,10 @@ pub struct Double {
     pub edit_langs: Mutex<Vec<String>>,
     /// Every label event accepted, in order.
     pub labels: Mutex<Vec<crate::model::JobLabel>>,
+    /// Posts that still exist (they stay in `posts`) but are hidden from the bot, as when their
+    /// author blocks it: every read of the bot's misses them, [`Double::confirm_deleted`]
+    /// finds them.
+    pub hidden: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Double {
@@ -59,6 +65,7 @@ impl Double {
             langs: Mutex::default(),
             edit_langs: Mutex::default(),
             labels: Mutex::default(),
+            hidden: Mutex::default(),
         }
     }
 
@@ -101,19 +108,18 @@ impl Double {
         let id = trigger.target_id();
         // A bug some input meets: the stage machine must survive it.
         assert!(id != "panic", "scripted panic while resolving {id}");
-        self.posts
-            .lock()
-            .unwrap()
+        self.visible()
             .get(id)
             .cloned()
             .ok_or_else(|| PlatformError::Gone(format!("no post {id}")))
     }
 
-    /// Whether the trigger's target is still there (a post removed from `posts` is gone).
+    /// Whether the trigger's target is still there (a post removed from `posts`, or hidden from
+    /// the bot, is gone).
     pub fn recheck(&self, trigger: &Trigger) -> Result<(), PlatformError> {
         self.scripted(Call::Recheck)?;
         let id = trigger.target_id();
-        match self.posts.lock().unwrap().contains_key(id) {
+        match self.visible().contains_key(id) {
             true => Ok(()),
             false => Err(PlatformError::Gone(format!("post {id} was deleted"))),
         }
@@ -166,12 +172,35 @@ impl Double {
 
     pub fn look_many(&self, ids: &[String]) -> Vec<Post> {
         self.calls.lock().unwrap().push(Call::LookMany);
-        let posts = self.posts.lock().unwrap();
+        let posts = self.visible();
         ids.iter().filter_map(|i| posts.get(i).cloned()).collect()
     }
 
     pub fn exists(&self, id: &str) -> bool {
-        self.posts.lock().unwrap().contains_key(id)
+        self.visible().contains_key(id)
+    }
+
+    /// The posts the bot can read: those not hidden from it.
+    fn visible(&self) -> HashMap<String, Post> {
+        let hidden = self.hidden.lock().unwrap();
+        let posts = self.posts.lock().unwrap();
+        posts
+            .iter()
+            .filter(|(id, _)| !hidden.contains(*id))
+            .map(|(id, p)| (id.clone(), p.clone()))
+            .collect()
+    }
+
+    /// A post the bot cannot read: hidden from it when it is still in `posts`, else deleted.
+    pub fn confirm_deleted(&self, id: &str) -> Result<crate::platform::Absence, PlatformError> {
+        self.scripted(Call::Confirm)?;
+        if !self.posts.lock().unwrap().contains_key(id) {
+            return Ok(crate::platform::Absence::Deleted);
+        }
+        Ok(match self.hidden.lock().unwrap().contains(id) {
+            true => crate::platform::Absence::Hidden("the author blocks the bot".into()),
+            false => crate::platform::Absence::Unknown(format!("post {id} reads as there")),
+        })
     }
 
     pub fn texts(&self) -> Vec<String> {

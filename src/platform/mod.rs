@@ -38,6 +38,21 @@ pub enum PlatformError {
     },
 }
 
+/// What a post the bot can no longer read turned out to be, asked of a reader the bot's
+/// blocks do not apply to (Mastodon: the bot's server without its token; Bluesky: the
+/// author's own repository). Only `Deleted` takes an answer down: a block, a deactivation or
+/// a server that will not say leaves the correction up under a post that may still be there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Absence {
+    /// The post no longer exists.
+    Deleted,
+    /// The post is there, but not for the bot (the author blocked it or its server): why.
+    Hidden(String),
+    /// The platform cannot tell (reads need a login, the account is deactivated or taken
+    /// down, its repository cannot be found): why.
+    Unknown(String),
+}
+
 /// One part of a reply thread, as the worker hands it to a platform.
 #[derive(Debug, Clone, Copy)]
 pub struct Part<'a> {
@@ -51,7 +66,7 @@ pub struct Part<'a> {
     /// what platforms that need time-ordered record keys derive them from.
     pub created: chrono::DateTime<chrono::Utc>,
     pub seq: u32,
-    /// The language of the words in it (the bot's and the explanation's; issue 30: every
+    /// The language of the words in it (the bot's and the explanation's; every
     /// status carries one, so it is not optional): Mastodon's `language`, Bluesky's `langs`.
     pub lang: &'a str,
     /// The requester, as (handle, stable id) where the platform links mentions to an id (the
@@ -152,6 +167,19 @@ impl Platform {
             Platform::DryRun(_) => Ok(Vec::new()),
             #[cfg(test)]
             Platform::Double(d) => Ok(d.look_many(ids)),
+        }
+    }
+
+    /// Whether a post the bot could not read (`Gone`) is deleted or only hidden from the bot,
+    /// asked where blocks do not apply. A failure to ask (network, a rate limit) is an error:
+    /// nothing is decided until it can be asked again.
+    pub async fn confirm_deleted(&self, id: &str) -> Result<Absence, PlatformError> {
+        match self {
+            Platform::Mastodon(m) => m.confirm_deleted(id).await,
+            Platform::Bluesky(b) => b.confirm_deleted(id).await,
+            Platform::DryRun(_) => Ok(Absence::Unknown("a dry run reads nothing again".into())),
+            #[cfg(test)]
+            Platform::Double(d) => d.confirm_deleted(id),
         }
     }
 

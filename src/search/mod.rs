@@ -1,11 +1,13 @@
 //! Web search behind one interface: backends tried in the configured order with fallback
 //! (Google Programmable Search, Brave, SearXNG, Serper, SerpApi, Tavily — each with its real
-//! request and response format, in its own file), results cached in the store with a TTL, and
-//! an optional "published before" bound passed to the engines that support one. The keyless
+//! request and response format, in its own file), results cached in the store with a TTL (an
+//! empty answer briefly, a re-check's search not at all: `cache.rs`), and an optional
+//! "published before" bound passed to the engines that support one. The keyless
 //! evidence index (`crate::index`) is a backend searched in place (`kind = "index"`), and the
 //! last fallback of every search when `[index]` follows feeds.
 
 mod backends;
+mod cache;
 pub mod factcheck;
 pub mod reverse;
 
@@ -20,6 +22,7 @@ use crate::secret::{self, Secret};
 use crate::store::Store;
 
 pub use backends::BackendKind;
+pub use cache::{Freshness, EMPTY_TTL_SECS};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -30,7 +33,8 @@ pub struct SearchConfig {
     pub results_per_query: usize,
     /// Largest search answer read, bytes (a bigger one is an error, not a memory spike).
     pub max_response_bytes: usize,
-    /// How long a cached result list stays fresh, seconds.
+    /// How long a cached result list stays fresh, seconds (an empty one at most
+    /// [`EMPTY_TTL_SECS`]; a re-check's search reads none).
     pub cache_ttl_secs: u64,
     /// Seconds for one search request.
     pub timeout_secs: u64,
@@ -217,6 +221,18 @@ impl Searcher {
         before: Option<DateTime<Utc>>,
         language: Option<&str>,
     ) -> Result<Vec<Hit>, SearchError> {
+        self.search_as(query, before, language, Freshness::Cached).await
+    }
+
+    /// [`Searcher::search`], reading the cache only when `freshness` allows it (a re-check's
+    /// search asks the backends again); the answer is cached either way.
+    pub async fn search_as(
+        &self,
+        query: &str,
+        before: Option<DateTime<Utc>>,
+        language: Option<&str>,
+        freshness: Freshness,
+    ) -> Result<Vec<Hit>, SearchError> {
         if self.backends.is_empty() {
             return Err(SearchError::NoBackend);
         }
@@ -239,14 +255,8 @@ impl Searcher {
                 }
                 continue;
             }
-            let cache_key = format!(
-                "{}|{}|{}|{}",
-                kind.as_str(),
-                before.map(|b| b.to_rfc3339()).unwrap_or_default(),
-                language.unwrap_or_default(),
-                query
-            );
-            if let Some(hits) = self.cached(&cache_key) {
+            let cache_key = cache::key(kind.as_str(), before, language, query);
+            if let Some(hits) = cache::get(self.store.as_ref(), &cache_key, self.config.cache_ttl_secs, freshness) {
                 return Ok(hits);
             }
             let ask = backends::Ask {
@@ -280,7 +290,7 @@ impl Searcher {
                     if let Some(b) = before {
                         hits.retain(|h| h.published.is_none_or(|p| p < b));
                     }
-                    self.cache(&cache_key, &hits);
+                    cache::put(self.store.as_ref(), &cache_key, &hits);
                     return Ok(hits);
                 }
                 Err(e) => {
@@ -330,20 +340,6 @@ impl Searcher {
             }
         }
         result
-    }
-
-    fn cached(&self, key: &str) -> Option<Vec<Hit>> {
-        let store = self.store.as_ref()?;
-        let (at, hits): (DateTime<Utc>, Vec<Hit>) = store.cache_get_at("search", key)?;
-        (Utc::now() - at < chrono::Duration::seconds(self.config.cache_ttl_secs as i64)).then_some(hits)
-    }
-
-    fn cache(&self, key: &str, hits: &[Hit]) {
-        if let Some(store) = &self.store {
-            if let Err(e) = store.cache_put("search", key, &hits) {
-                tracing::warn!(error = %e, "search cache write failed");
-            }
-        }
     }
 }
 
@@ -398,7 +394,7 @@ mod tests {
     use super::*;
     use crate::index::refresh::Refresher;
 
-    /// The backends' client follows no redirect (issue 29): a search service answering 302 to
+    /// The backends' client follows no redirect: a search service answering 302 to
     /// an internal address gets no request there.
     #[tokio::test]
     async fn the_backends_client_follows_no_redirect() {

@@ -4,6 +4,9 @@
 //! timer's [`RecheckWhy`] (ordered by time, so the due ones are a range scan); `part:<platform>:
 //! <part id>` → the job id whose thread holds that part (a command given under the bot's
 //! answer finds it); `target:<platform>:<post id>` → the job id that answered that post;
+//! `rkey:<record key>/<job id>` → the job id, for every kept Bluesky answer whose post has that
+//! record key (several authors' posts can share one; a prefix scan of one key reads only its
+//! own entries — the evidence page asks it before resolving a handle);
 //! `vec:<job id>` → a kept verdict's claim vector (claim memory); `mark:<name>` → the tasks'
 //! places. Every write is flushed before it returns: a timer set is a timer kept.
 
@@ -22,36 +25,40 @@ pub struct Timer {
     pub why: RecheckWhy,
 }
 
-fn kept_key(job_id: &str) -> String {
+pub(super) fn kept_key(job_id: &str) -> String {
     format!("kept:{job_id}")
 }
 
-fn timer_key(at: DateTime<Utc>, job_id: &str, n: u32) -> String {
+pub(super) fn timer_key(at: DateTime<Utc>, job_id: &str, n: u32) -> String {
     format!("due:{:012}:{job_id}:{n}", at.timestamp().max(0))
 }
 
-fn target_key(platform: PlatformKind, target: &str) -> String {
+pub(super) fn target_key(platform: PlatformKind, target: &str) -> String {
     format!("target:{}:{target}", platform.as_str())
 }
 
-fn part_key(platform: PlatformKind, part: &str) -> String {
+pub(super) fn part_key(platform: PlatformKind, part: &str) -> String {
     format!("part:{}:{part}", platform.as_str())
 }
 
-impl Store {
-    /// Saves a kept post (and indexes its parts), flushed.
-    pub fn save_kept(&self, kept: &Kept) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec(kept).expect("a kept post serialises");
-        self.living.insert(kept_key(&kept.job_id), bytes)?;
-        for part in &kept.parts {
-            self.living
-                .insert(part_key(kept.platform, part), kept.job_id.as_bytes())?;
-        }
-        self.living
-            .insert(target_key(kept.platform, &kept.target_id), kept.job_id.as_bytes())?;
-        self.flush()
-    }
+/// The prefix of every `rkey:` entry for one record key (`/` never appears in a record key).
+fn rkey_prefix(rkey: &str) -> String {
+    format!("rkey:{rkey}/")
+}
 
+/// The `rkey:` entry of a kept answer about a Bluesky post (`at://<did>/app.bsky.feed.post/
+/// <rkey>`); none for another platform's or any other target.
+pub(super) fn rkey_key(kept: &Kept) -> Option<String> {
+    if kept.platform != PlatformKind::Bluesky {
+        return None;
+    }
+    let mut parts = kept.target_id.strip_prefix("at://")?.split('/');
+    let (_, collection, rkey) = (parts.next()?, parts.next()?, parts.next()?);
+    (collection == "app.bsky.feed.post" && !rkey.is_empty() && parts.next().is_none())
+        .then(|| format!("{}{}", rkey_prefix(rkey), kept.job_id))
+}
+
+impl Store {
     /// The kept answer about the post `target` (the latest, when it was answered twice).
     pub fn kept_by_target(&self, platform: PlatformKind, target: &str) -> Result<Option<Kept>, StoreError> {
         match self.living.get(target_key(platform, target))? {
@@ -71,6 +78,39 @@ impl Store {
                 })
             })
             .transpose()
+    }
+
+    /// Up to `limit` job ids of kept Bluesky answers about a post with record key `rkey`, in
+    /// key order: a prefix scan of that key's own entries.
+    pub fn kept_ids_by_rkey(&self, rkey: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        if rkey.is_empty() || rkey.contains('/') {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for item in self.living.scan_prefix(rkey_prefix(rkey)).take(limit) {
+            let (_, id) = item?;
+            out.push(String::from_utf8_lossy(&id).into_owned());
+        }
+        Ok(out)
+    }
+
+    /// Writes the `rkey:` entry of every kept answer (those kept before the index existed);
+    /// returns how many there are. Idempotent; run once at start by the evidence pages.
+    pub fn index_rkeys(&self) -> Result<usize, StoreError> {
+        let (mut n, mut after) = (0, String::new());
+        loop {
+            let page = self.kept_page(&after, 500)?;
+            let Some(last) = page.last() else { break };
+            after = last.job_id.clone();
+            for kept in &page {
+                if let Some(key) = rkey_key(kept) {
+                    self.living.insert(key, kept.job_id.as_bytes())?;
+                    n += 1;
+                }
+            }
+        }
+        self.flush()?;
+        Ok(n)
     }
 
     /// The kept post whose thread holds `part` (a reply part or an update).
@@ -217,11 +257,15 @@ impl Store {
     /// Removes a kept post, its timers and its parts' index (pruning at `keep_days`).
     pub fn forget_kept(&self, kept: &Kept) -> Result<(), StoreError> {
         self.forget_vector(&kept.job_id)?;
+        self.living.remove(format!("fresh:{}", kept.job_id))?;
         for t in self.timers_of(&kept.job_id)? {
             self.living.remove(t.key)?;
         }
         for part in &kept.parts {
             self.living.remove(part_key(kept.platform, part))?;
+        }
+        if let Some(key) = rkey_key(kept) {
+            self.living.remove(key)?;
         }
         let by_target = target_key(kept.platform, &kept.target_id);
         if self
@@ -274,11 +318,11 @@ fn parse_timer(key: &str) -> Option<(DateTime<Utc>, String, u32)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::Trigger;
 
-    fn kept(id: &str, until: DateTime<Utc>) -> Kept {
+    pub(crate) fn kept(id: &str, until: DateTime<Utc>) -> Kept {
         Kept {
             job_id: id.into(),
             platform: PlatformKind::Mastodon,
@@ -303,6 +347,10 @@ mod tests {
             gone: None,
             matched_generation: 0,
             label: None,
+            hidden: None,
+            pending: None,
+            last_asked: None,
+            idle_rechecks: 0,
         }
     }
 
@@ -350,8 +398,8 @@ mod tests {
         let now = Utc::now();
         let old = kept("mastodon:1", now - chrono::Duration::seconds(1));
         let live = kept("mastodon:2", now + chrono::Duration::days(7));
-        store.save_kept(&old).unwrap();
-        store.save_kept(&live).unwrap();
+        store.create_kept(&old).unwrap();
+        store.create_kept(&live).unwrap();
         store
             .add_timer(now + chrono::Duration::hours(1), &old.job_id, 0, &RecheckWhy::Scheduled)
             .unwrap();
@@ -382,5 +430,46 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(store.kept("mastodon:2").unwrap().is_some());
+    }
+
+    fn bluesky(job: &str, target: &str) -> Kept {
+        let mut k = kept(job, Utc::now() + chrono::Duration::days(7));
+        k.platform = PlatformKind::Bluesky;
+        k.target_id = target.into();
+        k
+    }
+
+    #[test]
+    fn a_record_key_finds_every_authors_answer_and_only_its_own() {
+        let store = Store::open_temporary().unwrap();
+        // Two authors' posts with one record key, one with a longer key sharing its start,
+        // a Mastodon answer and a Bluesky target that is no post.
+        let alice = bluesky("bluesky:m1", "at://did:plc:alice/app.bsky.feed.post/3kabc");
+        let bob = bluesky("bluesky:m2", "at://did:plc:bob/app.bsky.feed.post/3kabc");
+        let longer = bluesky("bluesky:m3", "at://did:plc:alice/app.bsky.feed.post/3kabcd");
+        let mut other = kept("mastodon:1", Utc::now() + chrono::Duration::days(7));
+        other.target_id = "at://did:plc:x/app.bsky.feed.post/3kabc".into();
+        let list = bluesky("bluesky:m4", "at://did:plc:alice/app.bsky.graph.list/3kabc");
+        for k in [&alice, &bob, &longer, &other, &list] {
+            store.create_kept(k).unwrap();
+        }
+        assert_eq!(
+            store.kept_ids_by_rkey("3kabc", 10).unwrap(),
+            ["bluesky:m1", "bluesky:m2"]
+        );
+        assert_eq!(store.kept_ids_by_rkey("3kabc", 1).unwrap().len(), 1, "bounded");
+        assert_eq!(store.kept_ids_by_rkey("3kabcd", 10).unwrap(), ["bluesky:m3"]);
+        assert!(store.kept_ids_by_rkey("3kab", 10).unwrap().is_empty());
+        assert!(store.kept_ids_by_rkey("", 10).unwrap().is_empty());
+        // An update rewrites the same entry; forgetting the answer removes it.
+        store.update_kept("bluesky:m1", |k| k.digest = "e".into()).unwrap();
+        assert_eq!(store.kept_ids_by_rkey("3kabc", 10).unwrap().len(), 2);
+        store.forget_kept(&alice).unwrap();
+        assert_eq!(store.kept_ids_by_rkey("3kabc", 10).unwrap(), ["bluesky:m2"]);
+        // Answers kept before the index existed are indexed at start.
+        store.living.remove(rkey_key(&bob).unwrap()).unwrap();
+        assert!(store.kept_ids_by_rkey("3kabc", 10).unwrap().is_empty());
+        assert_eq!(store.index_rkeys().unwrap(), 2, "m2 and m3 (the list is no post)");
+        assert_eq!(store.kept_ids_by_rkey("3kabc", 10).unwrap(), ["bluesky:m2"]);
     }
 }

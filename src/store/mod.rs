@@ -6,10 +6,14 @@
 
 use std::path::Path;
 
+mod kept;
 mod living;
 mod moderation;
 mod prune;
 
+/// A kept answer as the tests make it.
+#[cfg(test)]
+pub(crate) use living::tests::kept as test_kept;
 pub use living::Timer;
 pub use prune::{Pruned, Retention};
 

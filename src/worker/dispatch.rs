@@ -125,7 +125,7 @@ pub async fn dispatch(
 mod tests {
     use super::*;
 
-    /// A panic outside a stage (issue 29) releases the job's mark, so the sweep takes it again.
+    /// A panic outside a stage releases the job's mark, so the sweep takes it again.
     #[tokio::test]
     async fn a_task_that_panics_releases_its_job() {
         let set: Arc<Mutex<HashSet<String>>> = Arc::default();

@@ -1,18 +1,32 @@
-//! The label stage (issue 31, labeler mode): the label compose decided on (`labeler::decide`,
+//! The label stage (labeler mode): the label compose decided on (`labeler::decide`,
 //! or a re-check's change) emitted on the checked post through the platform — Bluesky's
 //! labeler, Ozone. The last looks come first, as before a first part (paused, opted out,
 //! blocked, the post gone, a re-check's answer closed). The intent (`asked_at`) is saved
 //! before the call; a job resumed with an intent and no confirmation asks the labeler what
 //! it serves on the post and emits only when the event is not in force yet, so `kill -9`
-//! between the call and its record labels once.
+//! between the call and its record labels once. A re-check's event goes out only while it is
+//! current: the answer open, its author not opted out, and the kept label still the value
+//! the event negates — else nothing is emitted (and what a resumed call may have created is
+//! negated again).
 
 use super::{Run, StageError, StageOutcome};
-use crate::model::{Job, Usage};
+use crate::model::{Job, JobLabel, LabelValue, SkipReason, Usage};
 use crate::platform::PlatformError;
 
 impl Run<'_> {
     pub(super) async fn label(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         let mut label = job.label.clone().expect("the label stage runs with a label");
+        if super::recheck::of(job).is_some() {
+            // A re-check's event was decided on the kept label of its compose stage; a review,
+            // a stop or a moderator may have come since. It goes out only on what is current.
+            if let Some(reason) = self.label_stale(job, &label)? {
+                if label.asked_at.is_some() {
+                    self.undo_created(job, &label).await?;
+                }
+                tracing::info!(why = ?reason, "the re-check's label is no longer current; not emitted");
+                return Ok(StageOutcome::Skip(reason));
+            }
+        }
         if label.asked_at.is_none() {
             if let Some(reason) = self.no_longer_wanted(job) {
                 return Ok(StageOutcome::Skip(reason));
@@ -71,17 +85,69 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Why a re-check's label event is no longer the one to send, if it is not: the answer
+    /// withdrawn, deleted or hidden, its author opted out or blocked, or the kept label no
+    /// longer the value the event negates (a moderator's `label`/`unlabel`, another re-check).
+    fn label_stale(&self, job: &Job, label: &JobLabel) -> Result<Option<SkipReason>, StageError> {
+        if let Some(reason) = self.no_longer_wanted(job) {
+            return Ok(Some(reason));
+        }
+        let Some(of) = super::recheck::of(job) else {
+            return Ok(None);
+        };
+        let Some(kept) = self.worker.store.kept(of)? else {
+            return Ok(Some(SkipReason::Unchanged("the answer is no longer kept".into())));
+        };
+        if kept.gone.is_some() || kept.hidden.is_some() {
+            return Ok(Some(SkipReason::Unchanged("the answer is closed".into())));
+        }
+        let current = kept.label.as_ref().map(|(v, _)| *v);
+        let negates_current = current.is_some_and(|v| label.negate.contains(&v));
+        let created_already = current.is_some_and(|v| label.create.contains(&v));
+        if !negates_current && !created_already {
+            return Ok(Some(SkipReason::Unchanged(
+                "the answer's label changed since this re-check was composed".into(),
+            )));
+        }
+        Ok(None)
+    }
+
+    /// A resumed re-check whose event may have reached the labeler before it went stale: the
+    /// values it created are negated again, except the one the kept answer now carries
+    /// (negating is harmless; a label left on a withdrawn answer is not).
+    async fn undo_created(&self, job: &Job, label: &JobLabel) -> Result<(), StageError> {
+        let current = super::recheck::of(job)
+            .map(|of| self.worker.store.kept(of))
+            .transpose()?
+            .flatten()
+            .filter(|k| k.gone.is_none())
+            .and_then(|k| k.label.map(|(v, _)| v));
+        let negate: Vec<LabelValue> = label.create.iter().copied().filter(|v| Some(*v) != current).collect();
+        if negate.is_empty() {
+            return Ok(());
+        }
+        let undo = JobLabel {
+            create: Vec::new(),
+            negate,
+            asked_at: None,
+            sent_at: None,
+            ..label.clone()
+        };
+        self.platform.emit_label(&undo).await.map_err(platform_error)?;
+        Ok(())
+    }
+
     /// A re-check's label change, recorded in the kept answer it re-checks (the first
     /// answer's label is recorded when the answer is kept).
     fn record_label(&self, job: &Job) -> Result<(), StageError> {
         let (Some(of), Some(label)) = (super::recheck::of(job), job.label.as_ref()) else {
             return Ok(());
         };
-        let Some(mut kept) = self.worker.store.kept(of)? else {
-            return Ok(());
-        };
-        kept.label = label.create.first().map(|v| (*v, label.cid.clone()));
-        self.worker.store.save_kept(&kept)?;
+        let now = label.create.first().map(|v| (*v, label.cid.clone()));
+        self.worker.store.update_kept(of, |k| {
+            // A withdrawn or deleted answer keeps no label (`Kept::hold_closed`).
+            k.label = now.clone();
+        })?;
         Ok(())
     }
 }

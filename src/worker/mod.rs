@@ -20,6 +20,8 @@ mod tests_lang;
 #[cfg(test)]
 mod tests_living;
 #[cfg(test)]
+mod tests_quota;
+#[cfg(test)]
 mod tests_status_lang;
 #[cfg(test)]
 mod tests_trust;
@@ -88,7 +90,7 @@ pub struct Worker {
     pub privacy: PrivacyConfig,
     /// `[living]`: what is kept of an answer, its updates, how corrections are made.
     pub living: crate::config::LivingConfig,
-    /// `[bluesky.labeler]`: which verdicts become labels (issue 31).
+    /// `[bluesky.labeler]`: which verdicts become labels.
     pub labeler: crate::config::LabelerConfig,
     /// First wait after a transient failure (doubles with each attempt).
     pub retry_base: Duration,
@@ -425,9 +427,20 @@ impl Run<'_> {
                 let mut d = match replacement {
                     // A revision is the model's words, a withdrawal the bot's: the check the
                     // draft named is named again.
+                    // The revision is the model's words too: a rating no named check gave is
+                    // dropped from it as from the first draft (nothing left: the draft stands).
                     Some(mut d) => {
-                        crate::pipeline::muse::known::answer(&mut d, &deciding, &target);
-                        d
+                        let unnamed = job
+                            .retrieval
+                            .as_ref()
+                            .map(crate::pipeline::muse::factcheck::Unnamed::of);
+                        d.text = unnamed.map_or(d.text.clone(), |u| u.drop_from(&d.text));
+                        if d.text.trim().is_empty() {
+                            draft
+                        } else {
+                            crate::pipeline::muse::known::answer(&mut d, &deciding, &target);
+                            d
+                        }
                     }
                     None => draft,
                 };

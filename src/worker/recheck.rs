@@ -1,4 +1,4 @@
-//! Living replies in the stage machine (issue 28): a re-check is a job like any other
+//! Living replies in the stage machine: a re-check is a job like any other
 //! (`Cause::Recheck`), and this file is what its stages do differently —
 //!
 //! - **resolve**: the kept answer must still be open (kept, not deleted, under `max_updates`;
@@ -52,6 +52,11 @@ impl Run<'_> {
         if let Some(why) = &kept.gone {
             return Ok(Err(SkipReason::Unchanged(format!("the answer was deleted ({why})"))));
         }
+        if let Some(why) = &kept.hidden {
+            return Ok(Err(SkipReason::Unchanged(format!(
+                "the post is hidden from the bot ({why})"
+            ))));
+        }
         if kept.updates.len() as u32 >= self.worker.living.max_updates {
             return Ok(Err(SkipReason::Unchanged("the thread has had its updates".into())));
         }
@@ -84,12 +89,14 @@ impl Run<'_> {
             return outcome;
         }
         job.target = Some(target);
-        // A re-check searches afresh: claim memory would answer it from itself.
+        // A re-check searches afresh: claim memory would answer it from itself, and the search
+        // cache with what the first answer found.
         job.retrieval = Some(Retrieval {
             recalled: Some(Recalled {
                 from: None,
                 cosine: 0.0,
             }),
+            fresh: true,
             ..Retrieval::default()
         });
         Ok(StageOutcome::Next(Usage::default()))
@@ -105,16 +112,17 @@ impl Run<'_> {
         let reviews = named_reviews(job);
         let new_reviews: Vec<&String> = reviews.iter().filter(|r| !kept.named.contains(r)).collect();
         let verdict = settled(draft.verdict).filter(|_| draft.outcome == Outcome::Reply);
-        let changed = verdict.is_some() && (verdict != settled(kept.verdict) || !new_reviews.is_empty());
-        if !changed {
+        if news(&kept, &draft, &reviews) == News::Nothing {
             let what = verdict.map_or(draft.outcome.as_str(), Verdict::as_str);
             tracing::info!(now = what, was = ?kept.verdict, "re-check: nothing new; nothing is posted");
+            self.idle(&kept)?;
             return Ok(StageOutcome::Skip(SkipReason::Unchanged(format!(
                 "the re-check found nothing new ({what})"
             ))));
         }
         let digest = UpdateRecord::digest(verdict, &reviews);
         if kept.has_update(&digest) {
+            self.idle(&kept)?;
             return Ok(StageOutcome::Skip(SkipReason::Unchanged(
                 "this update was posted already".into(),
             )));
@@ -187,6 +195,14 @@ impl Run<'_> {
         Ok(StageOutcome::Next(Usage::default()))
     }
 
+    /// A re-check that found nothing new counts against `living.max_idle_rechecks`.
+    fn idle(&self, kept: &Kept) -> Result<(), StageError> {
+        self.worker
+            .store
+            .update_kept(&kept.job_id, |k| k.idle_rechecks = k.idle_rechecks.saturating_add(1))?;
+        Ok(())
+    }
+
     /// Before a re-check's first part: the kept answer still open, this update not posted yet.
     pub(super) fn recheck_still_wanted(&self, job: &Job) -> Result<Option<SkipReason>, StageError> {
         let kept = match self.open_kept(job)? {
@@ -224,48 +240,63 @@ impl Run<'_> {
     /// deletion that came meanwhile deletes these parts too).
     pub(super) async fn record_update(&self, job: &Job) -> Result<(), StageError> {
         let Some(of) = of(job) else { return Ok(()) };
-        let Some(mut kept) = self.worker.store.kept(of)? else {
-            return Ok(());
-        };
-        if kept.updates.iter().any(|u| u.job_id == job.id) {
-            return Ok(());
-        }
         let edit = job.plan.as_ref().is_some_and(|p| p.edit);
         let ids: Vec<String> = if edit { Vec::new() } else { job.posted.clone() };
+        let verdict = job.draft.as_ref().and_then(|d| settled(d.verdict));
+        let reviews = named_reviews(job);
+        let urls: Vec<String> = job.draft.iter().flat_map(|d| d.urls.iter().cloned()).collect();
+        let at = chrono::Utc::now();
+        // One change of the kept answer, on the record as it is now: this update's own fields.
+        let recorded = self.worker.store.update_kept(of, |kept| {
+            if kept.updates.iter().any(|u| u.job_id == job.id) {
+                return false;
+            }
+            kept.updates.push(UpdateRecord {
+                job_id: job.id.clone(),
+                at,
+                verdict,
+                digest: UpdateRecord::digest(verdict, &reviews),
+                ids: ids.clone(),
+            });
+            // The thread's verdict is the update's: none when the checks it names disagree or
+            // rate without a class (the earlier verdict no longer stands unqualified).
+            kept.verdict = verdict;
+            for r in &reviews {
+                if !kept.reviews.contains(r) {
+                    kept.reviews.push(r.clone());
+                }
+                if !kept.named.contains(r) {
+                    kept.named.push(r.clone());
+                }
+            }
+            kept.evidence.extend(urls.iter().cloned());
+            kept.evidence.sort();
+            kept.evidence.dedup();
+            kept.parts.extend(ids.iter().cloned());
+            true
+        })?;
+        let Some((kept, true)) = recorded else {
+            return Ok(());
+        };
         if kept.gone.is_some() {
+            // Closed meanwhile (a withdrawal, the post deleted): these parts go too.
             for id in &ids {
                 if let Err(e) = self.platform.delete(id).await {
                     tracing::warn!(part = %id, error = %e, "an update posted while its answer was deleted could not be deleted");
                 }
             }
         }
-        let verdict = job.draft.as_ref().and_then(|d| settled(d.verdict));
-        let reviews = named_reviews(job);
-        kept.updates.push(UpdateRecord {
-            job_id: job.id.clone(),
-            at: chrono::Utc::now(),
-            verdict,
-            digest: UpdateRecord::digest(verdict, &reviews),
-            ids: ids.clone(),
-        });
-        kept.verdict = verdict.or(kept.verdict);
-        for r in reviews {
-            if !kept.reviews.contains(&r) {
-                kept.reviews.push(r.clone());
-            }
-            if !kept.named.contains(&r) {
-                kept.named.push(r);
-            }
-        }
-        kept.evidence
-            .extend(job.draft.iter().flat_map(|d| d.urls.iter().cloned()));
-        kept.evidence.sort();
-        kept.evidence.dedup();
-        kept.parts.extend(ids);
-        self.worker.store.save_kept(&kept)?;
-        if let (Some(v), Some(_), None) = (&kept.vector, verdict, &kept.gone) {
+        // The re-check's own reading of the claim (the post may have been edited since the
+        // answer), else the answer's.
+        let vector = job
+            .retrieval
+            .as_ref()
+            .and_then(|r| r.claim_vector.clone())
+            .or_else(|| kept.vector.clone());
+        if let (Some(v), Some(_), None) = (&vector, verdict, &kept.gone) {
             // A settled verdict: claim memory may answer the same claim from this update.
             self.worker.store.save_vector(&kept.job_id, v, kept.until)?;
+            self.worker.store.update_kept(of, |k| k.vector = Some(v.clone()))?;
         }
         self.worker.metrics.living("update");
         tracing::info!(of, verdict = ?verdict, edit, "update posted");
@@ -274,31 +305,52 @@ impl Run<'_> {
 
     /// `recheck`, given under the bot's answer or the checked post: by the asker (the same
     /// account, by key) or a moderator; anyone else is ignored like a moderator's command.
+    /// Where the bot has no answer, nothing is said (a stranger's `recheck` under any post
+    /// must not make the bot post). The asker is held to one waiting re-check, the cooldown
+    /// and the idle bound (`living::recheck_now`); past the last two, nothing is said either.
     pub(super) fn recheck_command(&self, job: &Job, lang: &str) -> Result<Result<String, SkipReason>, StageError> {
         let t = &job.trigger;
-        let Some(mut kept) = self.kept_here(job)? else {
-            return Ok(Ok(crate::moderation::ack::no_answer_here(lang)));
+        let Some(kept) = self.kept_here(job)? else {
+            tracing::info!(author = %t.author.handle, "a recheck where the bot has no answer; nothing is said");
+            return Ok(Err(SkipReason::Policy("no answer here to re-check".into())));
         };
         let by = t.author.key();
-        let asker = kept.trigger.requester().map(|a| a.key());
+        // The asker by account id (a handle only where an older record has no id).
+        let asker = kept.trigger.requester().is_some_and(|a| a.same_account(&t.author));
         let moderator = self
             .worker
             .moderation
             .is_moderator(t.platform, &t.author.handle, t.author.id.as_deref());
-        if asker.as_deref() != Some(by.as_str()) && !moderator {
+        if !asker && !moderator {
             tracing::warn!(author = %t.author.handle, "a recheck from someone who neither asked nor moderates; ignored");
             return Ok(Err(SkipReason::NotModerator));
         }
-        let set = crate::living::recheck_now(
+        let who = if moderator {
+            crate::living::Asker::Moderator
+        } else {
+            crate::living::Asker::Other
+        };
+        let (set, now) = crate::living::recheck_now(
             &self.worker.store,
             &self.worker.living,
-            &mut kept,
+            &kept.job_id,
             RecheckWhy::Asked(by),
+            who,
         )?;
-        Ok(Ok(crate::moderation::ack::recheck(
-            lang,
-            (!set).then_some(kept.gone.is_some()),
-        )))
+        use crate::living::RecheckSet;
+        match set {
+            RecheckSet::Set | RecheckSet::Waiting => Ok(Ok(crate::moderation::ack::recheck(lang, None))),
+            RecheckSet::Closed => {
+                let gone = now.as_ref().unwrap_or(&kept).gone.is_some();
+                Ok(Ok(crate::moderation::ack::recheck(lang, Some(gone))))
+            }
+            RecheckSet::Cooling(until) => Ok(Err(SkipReason::Policy(format!(
+                "re-checked recently; not again before {until}"
+            )))),
+            RecheckSet::Spent => Ok(Err(SkipReason::Policy(
+                "re-checks of this answer found nothing new too often".into(),
+            ))),
+        }
     }
 
     /// `withdraw[: reason]` (a moderator, under the answer): every part deleted, the reason
@@ -360,16 +412,23 @@ impl Run<'_> {
         if !self.worker.labeler.enabled || !self.platform.has_labels() {
             return Ok(Ok(crate::moderation::ack::labels_off(lang)));
         }
-        let Some(mut kept) = self.kept_here(job)? else {
+        let Some(kept) = self.kept_here(job)? else {
             return Ok(Ok(crate::moderation::ack::no_answer_here(lang)));
         };
+        if kept.gone.is_some() {
+            // Withdrawn or deleted: no label goes on an answer that is no longer up.
+            return Ok(Ok(crate::moderation::ack::no_answer_here(lang)));
+        }
         if !put {
             let Some((value, cid)) = kept.label.clone() else {
                 return Ok(Ok(crate::moderation::ack::unlabelled(lang, false)));
             };
             self.unlabel(&kept, value, cid).await?;
-            kept.label = None;
-            self.worker.store.save_kept(&kept)?;
+            self.worker.store.update_kept(&kept.job_id, |k| {
+                if k.label.as_ref().is_some_and(|(v, _)| *v == value) {
+                    k.label = None;
+                }
+            })?;
             return Ok(Ok(crate::moderation::ack::unlabelled(lang, true)));
         }
         let Some(value) = kept.verdict.and_then(LabelValue::of) else {
@@ -395,8 +454,10 @@ impl Run<'_> {
         };
         self.emit(&event).await?;
         tracing::info!(uri = %kept.target_id, value = value.as_str(), moderator = %t.author.handle, "labelled by a moderator");
-        kept.label = Some((value, cid));
-        self.worker.store.save_kept(&kept)?;
+        let label = Some((value, cid));
+        self.worker
+            .store
+            .update_kept(&kept.job_id, |k| k.label = label.clone())?;
         Ok(Ok(crate::moderation::ack::labelled(lang, value)))
     }
 
@@ -448,6 +509,33 @@ impl Run<'_> {
     }
 }
 
+/// What a re-check's answer tells the thread's readers that the thread does not say yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum News {
+    Nothing,
+    /// Another settled verdict than the thread's.
+    Verdict,
+    /// A professional fact-check the thread does not name yet — whether it settles the same
+    /// verdict, disagrees with the thread (the reply says fact-checkers now disagree and
+    /// states no verdict) or has a rating without a class (quoted as it is).
+    NewCheck,
+}
+
+/// The one rule for whether a re-check's answer is an update: a settled verdict other than the
+/// thread's, or a named check the thread did not name. "Could not verify" again is nothing.
+fn news(kept: &Kept, draft: &Draft, named: &[String]) -> News {
+    if draft.outcome != Outcome::Reply {
+        return News::Nothing;
+    }
+    if named.iter().any(|r| !kept.named.contains(r)) {
+        return News::NewCheck;
+    }
+    match settled(draft.verdict) {
+        Some(v) if Some(v) != settled(kept.verdict) => News::Verdict,
+        _ => News::Nothing,
+    }
+}
+
 /// The professional reviews a (re-)check's reply names.
 fn named_reviews(job: &Job) -> Vec<String> {
     if job.draft.as_ref().is_none_or(|d| d.outcome != Outcome::Reply) {
@@ -457,4 +545,55 @@ fn named_reviews(job: &Job) -> Vec<String> {
         .as_ref()
         .map(|r| r.deciding_reviews().into_iter().map(|c| c.url).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(verdict: Option<Verdict>, named: &[&str]) -> Kept {
+        let mut k = crate::store::test_kept("mastodon:1", chrono::Utc::now());
+        k.verdict = verdict;
+        k.named = named.iter().map(|s| s.to_string()).collect();
+        k
+    }
+
+    fn reply(verdict: Option<Verdict>) -> Draft {
+        Draft {
+            outcome: Outcome::Reply,
+            text: "…".into(),
+            urls: vec![],
+            verdict,
+        }
+    }
+
+    #[test]
+    fn a_new_check_is_news_even_when_it_disagrees_or_rates_without_a_class() {
+        let was = answer(Some(Verdict::Inaccurate), &["https://snopes.com/a"]);
+        let snopes = vec!["https://snopes.com/a".to_string()];
+        let both = vec![
+            "https://snopes.com/a".to_string(),
+            "https://politifact.com/b".to_string(),
+        ];
+        // Fact-checkers now disagree: no verdict, a check not named yet — an update.
+        assert_eq!(news(&was, &reply(None), &both), News::NewCheck);
+        // A check whose rating has no class: quoted, no verdict — an update.
+        assert_eq!(news(&was, &reply(None), &both[1..]), News::NewCheck);
+        // The same verdict with a new check: an update naming it.
+        assert_eq!(news(&was, &reply(Some(Verdict::Inaccurate)), &both), News::NewCheck);
+        // The same verdict and the same checks: nothing.
+        assert_eq!(news(&was, &reply(Some(Verdict::Inaccurate)), &snopes), News::Nothing);
+        // Another verdict: an update.
+        assert_eq!(news(&was, &reply(Some(Verdict::Accurate)), &snopes), News::Verdict);
+        // "Could not verify" again, or no reply: nothing.
+        assert_eq!(news(&was, &reply(Some(Verdict::Unverifiable)), &[]), News::Nothing);
+        let mut insufficient = reply(None);
+        insufficient.outcome = Outcome::Insufficient;
+        assert_eq!(news(&was, &insufficient, &both), News::Nothing);
+        // A "could not verify" thread that now has a verdict: an update.
+        assert_eq!(
+            news(&answer(None, &[]), &reply(Some(Verdict::Misleading)), &[]),
+            News::Verdict
+        );
+    }
 }

@@ -178,6 +178,25 @@ impl Run<'_> {
         let t = job.trigger.clone();
         let by = t.author.handle.clone();
         let lang = asker_language(job, None);
+        if !self
+            .worker
+            .moderation
+            .is_moderator(t.platform, &by, t.author.id.as_deref())
+            && !self.charge_command(job)?
+        {
+            // Past the asker's window: silence. An opt-out is still carried out — nobody's
+            // `stop` may depend on a quota — but not acknowledged.
+            if matches!(command, Command::Stop) {
+                self.worker
+                    .moderation
+                    .execute(t.platform, &by, t.author.id.as_deref(), command, lang)?;
+            }
+            tracing::info!(
+                command = command.as_str(),
+                "a command past the asker's hourly window; nothing is said"
+            );
+            return Ok(StageOutcome::Skip(SkipReason::OverQuotaSilenced));
+        }
         let (text, urls) = match command {
             Command::Check(url) => match self.platform.post_at_url(url).await {
                 Ok(post) => {
@@ -240,7 +259,7 @@ impl Run<'_> {
             urls,
             verdict: None,
         });
-        // The acknowledgement is tagged with the language of its words (issue 30).
+        // The acknowledgement is tagged with the language of its words.
         job.target = Some(trigger_as_post(&job.trigger, lang));
         Ok(StageOutcome::Next(Usage::default()))
     }
@@ -278,6 +297,19 @@ impl Run<'_> {
             Vec::new(),
             None,
         )))
+    }
+
+    /// Charges a non-moderator's command to the asker's sliding hour, the window their checks
+    /// are charged to (`limits.checks_per_requester_per_hour`): `false` once it is spent.
+    fn charge_command(&self, job: &Job) -> Result<bool, StageError> {
+        let who = format!("{}:{}", job.trigger.platform.as_str(), job.trigger.author.key());
+        Ok(self.worker.store.charge_window(
+            &format!("rate:checks:{who}"),
+            &job.id,
+            self.worker.limits.checks_per_requester_per_hour,
+            chrono::Duration::hours(1),
+            chrono::Utc::now(),
+        )?)
     }
 
     /// A short notice that answers the trigger's own post (not the target).

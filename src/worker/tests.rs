@@ -272,7 +272,7 @@ async fn a_part_refused_as_too_long_is_resplit_with_keys_of_its_own() {
     let keys = b.keys();
     assert!(keys.iter().all(|k| k.ends_with('w')), "{keys:?}");
 
-    // Refused as written too (a server counting code points; issue 30): split shorter, the
+    // Refused as written too (a server counting code points): split shorter, the
     // limit halved (120 → 60), never silence.
     let id = b.add(mention("2"));
     for _ in 0..2 {

@@ -1,6 +1,7 @@
-//! Labels in-process (issue 31): the labeler's channels and confidence on the stage machine,
+//! Labels in-process: the labeler's channels and confidence on the stage machine,
 //! the label stage's intent and resume (emitted once across a crash either side of the
-//! call), a changed verdict moving the label, and a withdrawal negating it — on the scripted
+//! call), a changed verdict moving the label, a re-check's stale event not put back after a
+//! moderator's `unlabel`, and a withdrawal negating it — on the scripted
 //! platform, which records every label event.
 
 use std::sync::{Arc, Mutex};
@@ -156,14 +157,12 @@ async fn a_changed_verdict_moves_the_label_and_a_withdrawal_negates_it() {
 
     // The facts change: a re-check moves the label in one event, and posts nothing.
     *answer.lock().unwrap() = RIGHT.into();
-    let mut k = kept(&b, &id);
-    assert!(crate::living::recheck_now(
-        &b.worker.store,
-        &b.worker.living,
-        &mut k,
+    let k = kept(&b, &id);
+    assert!(super::tests_living::set_recheck(
+        &b,
+        &k.job_id,
         RecheckWhy::Asked("mod".into())
-    )
-    .unwrap());
+    ));
     assert_eq!(scheduler(&b).tick(chrono::Utc::now()).unwrap(), 1);
     let r = rechecks(&b);
     let done = b.run(&r[0]).await;
@@ -181,14 +180,12 @@ async fn a_changed_verdict_moves_the_label_and_a_withdrawal_negates_it() {
     assert_eq!(b.double.labels_on("100"), [LabelValue::Accurate]);
 
     // The same verdict again: nothing moves.
-    let mut k = kept(&b, &id);
-    assert!(crate::living::recheck_now(
-        &b.worker.store,
-        &b.worker.living,
-        &mut k,
+    let k = kept(&b, &id);
+    assert!(super::tests_living::set_recheck(
+        &b,
+        &k.job_id,
         RecheckWhy::Asked("mod".into())
-    )
-    .unwrap());
+    ));
     assert_eq!(scheduler(&b).tick(chrono::Utc::now()).unwrap(), 1);
     let r2: Vec<String> = rechecks(&b).into_iter().filter(|x| !r.contains(x)).collect();
     let done = b.run(&r2[0]).await;
@@ -294,4 +291,49 @@ async fn label_commands_where_labels_are_off_say_so() {
         b.double.texts().last()
     );
     assert!(labels(&b).is_empty());
+}
+
+#[tokio::test]
+async fn a_recheck_label_decided_before_a_moderators_unlabel_is_not_put_back() {
+    let (mut b, answer) = labelling(VERDICT, Channel::Label).await;
+    let mut config = crate::config::ModerationConfig::default();
+    config.mastodon_moderators = vec!["mod".into()];
+    b.worker.moderation = crate::moderation::Moderation::new(config, b.worker.store.clone());
+    let id = b.add(mention("1"));
+    assert_eq!(b.run(&id).await.status, Status::Done);
+    assert_eq!(b.double.labels_on("100"), [LabelValue::False]);
+
+    // A re-check moves the verdict; its call to the labeler fails once after the intent is
+    // saved (it may or may not have gone through)…
+    *answer.lock().unwrap() = RIGHT.into();
+    assert!(super::tests_living::set_recheck(
+        &b,
+        &id,
+        RecheckWhy::Asked("mod".into())
+    ));
+    scheduler(&b).tick(chrono::Utc::now()).unwrap();
+    let r = rechecks(&b)[0].clone();
+    b.double.fail(
+        Call::Label,
+        crate::platform::PlatformError::Transient("labeler down".into()),
+    );
+    let job = b.run(&r).await;
+    assert_eq!(job.status, Status::Pending);
+    assert!(job.label.as_ref().unwrap().asked_at.is_some());
+
+    // …and meanwhile a moderator takes the label off the answer.
+    let part = kept(&b, &id).parts.first().cloned().unwrap_or_else(|| "100".into());
+    let un = command(&b, "u1", "mod", Command::Unlabel, &part);
+    assert_eq!(b.run(&un).await.status, Status::Done);
+    assert!(b.double.labels_on("100").is_empty());
+
+    // The resumed re-check's event is stale: nothing is put back on the post.
+    let job = b.run(&r).await;
+    assert!(
+        matches!(job.status, Status::Skipped(SkipReason::Unchanged(_))),
+        "{:?}",
+        job.status
+    );
+    assert!(b.double.labels_on("100").is_empty(), "{:?}", b.double.labels_on("100"));
+    assert_eq!(kept(&b, &id).label, None);
 }

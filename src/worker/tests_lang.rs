@@ -91,7 +91,7 @@ async fn a_reply_speaks_the_posts_language() {
 }
 
 /// A German moderator's command is acknowledged in German and the status says so: tagged
-/// `de`, not the English default (issue 30: the acknowledgement's target lost the language).
+/// `de`, not the English default (a regression guard: the acknowledgement's target once lost the language).
 #[tokio::test]
 async fn a_commands_acknowledgement_is_tagged_with_its_words_language() {
     let mut b = bench(Script::reply(VERDICT)).await;

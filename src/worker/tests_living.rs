@@ -1,4 +1,4 @@
-//! Living replies in-process (issue 28): a scripted platform and LLM, a real store, the real
+//! Living replies in-process: a scripted platform and LLM, a real store, the real
 //! scheduler and follower with a scripted clock (`Scheduler::tick(now)` is handed the time,
 //! so "in 24 hours" is a call, not a wait). Re-checks, updates (once, at most `max_updates`),
 //! a crash after an update, deletions and edits followed, the `recheck` and `withdraw`
@@ -17,7 +17,7 @@ use crate::test_llm::Script;
 const UNSURE: &str = "This post cannot be verified. No report I know of says whether the Moon is made of cheese.";
 
 /// A bench whose LLM answers whatever `answer` holds at the time of the call.
-async fn living_bench() -> (Bench, Arc<Mutex<String>>) {
+pub(super) async fn living_bench() -> (Bench, Arc<Mutex<String>>) {
     let answer = Arc::new(Mutex::new(UNSURE.to_string()));
     let a = answer.clone();
     let b = bench(Script::routed(move |_| a.lock().unwrap().clone())).await;
@@ -32,13 +32,27 @@ pub(super) fn scheduler(b: &Bench) -> Scheduler {
     }
 }
 
-fn follower(b: &Bench) -> Follower {
+pub(super) fn follower(b: &Bench) -> Follower {
     Follower {
         store: b.worker.store.clone(),
         config: b.worker.living.clone(),
         platforms: b.worker.platforms.clone(),
         metrics: None,
     }
+}
+
+/// A re-check of a kept answer set now, as a moderator's `recheck` sets it (held to one at a
+/// time and the thread's bounds, not to the cooldown): whether it was set.
+pub(super) fn set_recheck(b: &Bench, id: &str, why: RecheckWhy) -> bool {
+    let (set, _) = crate::living::recheck_now(
+        &b.worker.store,
+        &b.worker.living,
+        id,
+        why,
+        crate::living::Asker::Moderator,
+    )
+    .unwrap();
+    set == crate::living::RecheckSet::Set
 }
 
 pub(super) fn kept(b: &Bench, id: &str) -> Kept {
@@ -125,14 +139,12 @@ async fn an_unverified_answer_is_rechecked_on_its_timers_and_corrected_once_in_i
     );
 
     // The same verdict again, asked for: nothing new, nothing posted.
-    let mut k = kept(&b, &id);
-    assert!(crate::living::recheck_now(
-        &b.worker.store,
-        &b.worker.living,
-        &mut k,
+    let k = kept(&b, &id);
+    assert!(super::tests_living::set_recheck(
+        &b,
+        &k.job_id,
         RecheckWhy::Asked("bob".into())
-    )
-    .unwrap());
+    ));
     assert_eq!(scheduler(&b).tick(chrono::Utc::now()).unwrap(), 1);
     let done = b.run(&format!("mastodon:recheck:{id}:2")).await;
     assert!(
@@ -150,8 +162,8 @@ async fn a_thread_gets_at_most_max_updates_and_a_crash_after_an_update_records_i
     let id = b.add(mention("1"));
     b.run(&id).await;
     *answer.lock().unwrap() = VERDICT.into();
-    let mut k = kept(&b, &id);
-    crate::living::recheck_now(&b.worker.store, &b.worker.living, &mut k, RecheckWhy::Edited).unwrap();
+    let k = kept(&b, &id);
+    super::tests_living::set_recheck(&b, &k.job_id, RecheckWhy::Edited);
     scheduler(&b).tick(chrono::Utc::now()).unwrap();
     let r = format!("mastodon:recheck:{id}:2");
     let done = b.run(&r).await;
@@ -159,9 +171,7 @@ async fn a_thread_gets_at_most_max_updates_and_a_crash_after_an_update_records_i
     let posted = b.double.posted.lock().unwrap().len();
 
     // A crash after the last part was saved, before the update was recorded and the job saved.
-    let mut k = kept(&b, &id);
-    k.updates.clear();
-    b.worker.store.save_kept(&k).unwrap();
+    b.worker.store.update_kept(&id, |k| k.updates.clear()).unwrap();
     let mut job = done.clone();
     job.status = Status::Pending;
     b.worker.store.save(&job).unwrap();
@@ -174,8 +184,8 @@ async fn a_thread_gets_at_most_max_updates_and_a_crash_after_an_update_records_i
 
     // The thread has had its one update: no further re-check is set.
     *answer.lock().unwrap() = "This post is accurate. Scientists now agree the Moon is cheese.".into();
-    let mut k = kept(&b, &id);
-    assert!(!crate::living::recheck_now(&b.worker.store, &b.worker.living, &mut k, RecheckWhy::Edited).unwrap());
+    let k = kept(&b, &id);
+    assert!(!super::tests_living::set_recheck(&b, &k.job_id, RecheckWhy::Edited));
 }
 
 #[tokio::test]
@@ -184,8 +194,8 @@ async fn a_deleted_post_takes_its_answer_with_it_and_its_pending_recheck_posts_n
     let id = b.add(mention("1"));
     let first = b.run(&id).await;
     // A re-check already queued when the post goes.
-    let mut k = kept(&b, &id);
-    crate::living::recheck_now(&b.worker.store, &b.worker.living, &mut k, RecheckWhy::Edited).unwrap();
+    let k = kept(&b, &id);
+    super::tests_living::set_recheck(&b, &k.job_id, RecheckWhy::Edited);
     scheduler(&b).tick(chrono::Utc::now()).unwrap();
     let queued = rechecks(&b);
     assert_eq!(queued.len(), 1);
@@ -276,7 +286,8 @@ async fn recheck_is_the_askers_or_a_moderators_and_withdraw_a_moderators() {
     assert_eq!(done.status, Status::Done, "{:?}", done.last_error);
     assert!(b.double.texts().last().unwrap().contains("Checking this again"));
     assert_eq!(kept(&b, &id).timers, timers + 1);
-    // A moderator, under the checked post itself.
+    // A moderator, under the checked post itself, while the asker's re-check still waits: told
+    // it is on its way, and no second one is set (one at a time).
     let m = command(&b, "4", "mod", Command::Recheck, "100");
     assert_eq!(b.run(&m).await.status, Status::Done);
     assert!(
@@ -284,7 +295,7 @@ async fn recheck_is_the_askers_or_a_moderators_and_withdraw_a_moderators() {
         "{:?}",
         b.double.texts().last()
     );
-    assert_eq!(kept(&b, &id).timers, timers + 2);
+    assert_eq!(kept(&b, &id).timers, timers + 1);
 
     // Withdraw: the asker may not; a moderator deletes every part.
     let w = command(&b, "5", "bob", Command::Withdraw("no".into()), &part);
@@ -336,8 +347,8 @@ async fn a_paused_platform_posts_no_update_of_a_hashtag_auto_reply() {
         .set_paused(crate::model::PlatformKind::Mastodon, true)
         .unwrap();
     *answer.lock().unwrap() = "This post is accurate. Scientists now agree the Moon is cheese.".into();
-    let mut k = kept(&b, &id);
-    crate::living::recheck_now(&b.worker.store, &b.worker.living, &mut k, RecheckWhy::Edited).unwrap();
+    let k = kept(&b, &id);
+    super::tests_living::set_recheck(&b, &k.job_id, RecheckWhy::Edited);
     scheduler(&b).tick(chrono::Utc::now()).unwrap();
     let posted = b.double.texts().len();
     let done = b.run(&rechecks(&b)[0]).await;

@@ -1,4 +1,4 @@
-//! Every status the bot writes carries the language of the words in it (issue 30, item 1): a
+//! Every status the bot writes carries the language of the words in it: a
 //! property over every path that posts or edits — reply, direct notice, moderator and asker
 //! acknowledgements, the usage answer, an update by follow-up or by edit, the withdrawal's
 //! acknowledgement — for generated language tags of the checked post and of the asking post
@@ -204,8 +204,8 @@ async fn every_path(post_tag: Option<String>, ask_tag: Option<String>, edit: boo
     let recheck = c.b.add(ask("5", "bob", command(Command::Recheck), &part));
     c.run(&recheck, "recheck acknowledgement").await;
     *c.answer.lock().unwrap() = VERDICT.into();
-    let mut kept = c.b.worker.store.kept(&id).unwrap().expect("kept");
-    crate::living::recheck_now(&c.b.worker.store, &c.b.worker.living, &mut kept, RecheckWhy::Edited).unwrap();
+    let kept = c.b.worker.store.kept(&id).unwrap().expect("kept");
+    super::tests_living::set_recheck(&c.b, &kept.job_id, RecheckWhy::Edited);
     scheduler(&c.b)
         .tick(chrono::Utc::now() + chrono::Duration::days(2))
         .unwrap();

@@ -1,4 +1,4 @@
-//! A draft that contradicts a fact-check it names (issue 29, item 12): the reply never carries
+//! A draft that contradicts a fact-check it names: the reply never carries
 //! a verdict and a professional fact-checker's contrary rating without saying so.
 //!
 //! [`against`] finds the fact-checkers' reviews (`Retrieval::deciding_reviews` and the evidence

@@ -208,25 +208,26 @@ fn add_fact_checks(evidence: &mut Vec<Evidence>, pages: &[crate::model::KeptPage
 }
 
 /// The fact-checks of the post's own claim that claim matching found (`Retrieval::matches`,
-/// deciding ones) are evidence too, their page read or not: the reply and its verification
-/// see the check they rest on.
+/// deciding ones, as their live pages' markup gives them — never the corpus's record) are
+/// evidence too, their page read or not: the reply and its verification see the check they
+/// rest on.
 fn add_matches(m: &Muse, evidence: &mut Vec<Evidence>, matches: &[crate::model::ClaimMatch]) {
-    for x in matches.iter().filter(|x| x.decides) {
-        let line = super::factcheck::evidence_line(&x.review);
-        match evidence.iter_mut().find(|e| e.url == x.review.url) {
+    for (x, review) in matches.iter().filter_map(|x| Some((x, x.deciding()?))) {
+        let line = super::factcheck::evidence_line(review);
+        match evidence.iter_mut().find(|e| e.url == review.url) {
             Some(e) => {
                 if !e.context.contains(&line) {
                     e.context.push(line);
                 }
             }
             None => {
-                let Ok((_, tier)) = m.citable(&x.review.url) else {
+                let Ok((_, tier)) = m.citable(&review.url) else {
                     continue;
                 };
                 evidence.push(Evidence {
-                    url: x.review.url.clone(),
+                    url: review.url.clone(),
                     tier,
-                    published: x.review.reviewed,
+                    published: review.reviewed,
                     relevance: x.cosine.unwrap_or_default(),
                     refute: Vec::new(),
                     context: vec![line],

@@ -1,13 +1,16 @@
-//! Known claims in the Muse pipeline (issue 27): the `match` step and the reply that rests on a
+//! Known claims in the Muse pipeline: the `match` step and the reply that rests on a
 //! professional fact-check of the post's own claim.
 //!
 //! [`run`] (after describe, before queries) matches the post — its text and its images'
 //! descriptions — against the fact-check corpus (`claims::matcher`) and keeps the candidates in
 //! `Retrieval::matches`. A candidate *decides* only when its claim is the post's
 //! (`same_claim`), its review URL is a fact-checker's page (`credibility::factcheckers`, named
-//! by the table), and that page, fetched through the guard, landed on a citable page of the
-//! same fact-checker — where it landed is what the reply links. Deciding reviews' pages become
-//! search candidates too, so the evidence step can quote them.
+//! by the table), that page, fetched through the guard, landed on a citable page of the same
+//! fact-checker — where it landed is what the reply links — and the landed page's own
+//! `ClaimReview` markup reviews the post's claim too ([`super::live`]): the reply is then
+//! named and settled by that live review, never by the dump's rating, claim or date. Landed
+//! pages become search candidates, so the evidence step can quote them (one without such
+//! markup is evidence like any page, never a verdict).
 //!
 //! [`answer`] (after the reply step, and again after verification) makes the reply rest on the
 //! deciding reviews (`Retrieval::deciding_reviews`: the corpus's and the evidence pages' own
@@ -38,15 +41,17 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     }
     let lang = crate::lang::primary(post.language.as_deref());
     let k = m.claims.candidates.max(1);
+    let finder = matcher.clone();
     let found = tokio::task::spawn_blocking(move || {
-        let (space, candidates, vector) = matcher.find_with_vector(&text, lang.as_deref(), k)?;
+        let (space, candidates, vector) = finder.find_with_vector(&text, lang.as_deref(), k)?;
         // The post's own vector for claim memory, in the configured model's space.
-        let memory = matcher.memory_space(lang.as_deref());
-        let vector = match vector {
-            Some(v) if space == memory => Some(v),
-            _ => matcher.embed(&crate::claims::matcher::clean_post(&text), memory)?,
+        let memory = finder.memory_space(lang.as_deref());
+        let kept = match &vector {
+            Some(v) if space == memory => Some(v.clone()),
+            _ => finder.embed(&crate::claims::matcher::clean_post(&text), memory)?,
         };
-        Ok((candidates, vector.map(|v| ClaimVector::from_unit(memory.as_str(), &v))))
+        let kept = kept.map(|v| ClaimVector::from_unit(memory.as_str(), &v));
+        Ok((candidates, kept, (space, vector)))
     })
     .await
     .unwrap_or_else(|e| {
@@ -54,10 +59,10 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
             tantivy::TantivyError::InternalError(e.to_string()),
         ))
     });
-    let candidates = match found {
-        Ok((c, vector)) => {
+    let (candidates, matched_in) = match found {
+        Ok((c, vector, matched_in)) => {
             r.claim_vector = vector;
-            c
+            (c, matched_in)
         }
         Err(e) => {
             // The corpus is an aid: a broken one costs the match, not the reply.
@@ -68,6 +73,13 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     };
     let mut matches = Vec::new();
     let mut fetched = 0;
+    // Landed matches (their index) and their pages' markup, decided once all are read.
+    let mut landed: Vec<(usize, Vec<ClaimReview>)> = Vec::new();
+    let reader = super::live::Reader {
+        fetcher: &m.fetcher,
+        credibility: &m.credibility,
+        citable: &|url: &str| m.citable(url),
+    };
     for c in candidates {
         let mut review = c.entry.review;
         review.claim_cosine = c.cosine;
@@ -80,6 +92,8 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
             bm25: c.bm25,
             decides: false,
             why_not: None,
+            landed: false,
+            live: None,
             review,
         };
         let too_new = match (m.before, found.review.reviewed) {
@@ -96,54 +110,71 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
                 found.why_not = Some("more same-claim checks than are read".into());
             } else {
                 fetched += 1;
-                judge_where_it_lands(m, &mut found).await;
+                if let Some(markup) = super::live::land(&reader, &mut found).await {
+                    landed.push((matches.len(), markup));
+                }
             }
         }
         matches.push(found);
     }
+    confirm_live(m, &matcher, matched_in, &mut matches, landed).await;
     let decided = matches.iter().filter(|x| x.decides).count();
     tracing::info!(candidates = matches.len(), decided, "claims matched");
     r.matches = Some(matches);
     Ok(Usage::default())
 }
 
-/// A same-claim match decides when its review URL is a fact-checker's and its page, fetched
-/// through the guard, lands on a citable page of the same fact-checker (then cited there).
-async fn judge_where_it_lands(m: &Muse, found: &mut ClaimMatch) {
-    let Some(checker) = found.review.fact_checker.clone() else {
-        found.why_not = Some("not a fact-checker's page".into());
-        return;
-    };
-    if let Err(why) = m.citable(&found.review.url) {
-        found.why_not = Some(format!("not citable: {}", why.as_str()));
+/// Decides each landed match by its page's own markup: every review's claim embedded in the
+/// space the post was matched in and compared with the post's vector at the matcher's
+/// threshold (`live::confirm`). A failed embedding decides nothing (the match stays evidence).
+async fn confirm_live(
+    m: &Muse,
+    matcher: &std::sync::Arc<crate::claims::matcher::Matcher>,
+    (space, post): (crate::claims::matcher::Space, Option<Vec<f32>>),
+    matches: &mut [ClaimMatch],
+    landed: Vec<(usize, Vec<ClaimReview>)>,
+) {
+    if landed.is_empty() {
         return;
     }
-    let page = match m.fetcher.fetch(&found.review.url).await {
-        Ok(page) => page,
-        Err(e) => {
-            found.why_not = Some(format!("its page did not answer: {e}"));
-            return;
+    let claims: Vec<String> = landed
+        .iter()
+        .flat_map(|(_, markup)| markup.iter().map(|r| r.claim.clone()))
+        .collect();
+    let threshold = matcher.threshold(space);
+    let cosines = match post {
+        Some(post) => {
+            let matcher = matcher.clone();
+            tokio::task::spawn_blocking(move || matcher.cosines(&post, &claims, space))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|x| x.map_err(|e| e.to_string()))
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "a matched page's review could not be embedded; it decides nothing");
+                    None
+                })
         }
+        None => None,
     };
-    let landed = page.url.to_string();
-    if let Err(why) = m.citable(&landed) {
-        found.why_not = Some(format!("it landed on {landed}, not citable: {}", why.as_str()));
-        return;
+    let mut at = 0;
+    for (i, markup) in landed {
+        let n = markup.len();
+        let these = cosines.as_ref().and_then(|c| c.get(at..at + n));
+        at += n;
+        if let Some(found) = matches.get_mut(i) {
+            super::live::confirm(found, markup, these, threshold, m.before);
+            tracing::info!(url = %found.review.url, decides = found.decides, why_not = ?found.why_not, "a matched review read on its page");
+        }
     }
-    if m.credibility.fact_checker(&landed) != Some(checker.as_str()) {
-        found.why_not = Some(format!("it landed on {landed}, not {checker}'s page"));
-        return;
-    }
-    found.review.url = landed;
-    found.decides = true;
 }
 
-/// The candidates the search step adds: the deciding reviews' pages, at their tier.
+/// The candidates the search step adds: the landed matches' pages (deciding or not), at their
+/// tier.
 pub fn candidates(m: &Muse, r: &Retrieval) -> Vec<crate::model::Candidate> {
     r.matches
         .iter()
         .flatten()
-        .filter(|x| x.decides)
+        .filter(|x| x.landed || x.decides)
         .filter_map(|x| {
             let (domain, tier) = m.citable(&x.review.url).ok()?;
             Some(crate::model::Candidate {

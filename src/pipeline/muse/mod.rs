@@ -13,6 +13,7 @@ pub mod describe;
 pub mod evidence;
 pub mod factcheck;
 pub mod known;
+pub mod live;
 pub mod pages;
 pub mod queries;
 pub mod recall;
@@ -206,7 +207,8 @@ impl Muse {
         let seen = describe::with_descriptions(post, r);
         let agents = self.context_debate.map_or(0, |(a, _)| a);
         let image_context = context::for_reply(r, agents);
-        let (mut draft, usage) = reply::run(self, &seen, &evidence, image_context).await?;
+        let unnamed = factcheck::Unnamed::of(r);
+        let (mut draft, usage) = reply::run(self, &seen, &evidence, image_context, &unnamed).await?;
         known::answer(&mut draft, &r.deciding_reviews(), post);
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);
         Ok((draft, r.usage()))

@@ -26,7 +26,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     // The post's language as a bare code (a Bluesky `langs` entry is whatever the client
     // wrote): the model is asked for queries in it and in English.
     let language = crate::lang::primary(post.language.as_deref());
-    // A post written partly in another language gets queries in that one too (issue 30).
+    // A post written partly in another language gets queries in that one too.
     let also = crate::lang::also(&post.text, post.language.as_deref());
     let system = m.prompts.render(
         "queries.system.j2",

@@ -1,4 +1,4 @@
-//! Claim memory (issue 28), the `recall` step (after `match`, before queries): a post whose
+//! Claim memory, the `recall` step (after `match`, before queries): a post whose
 //! claim is a kept answer's — the same claim by the claim matcher's own decision (the cosine
 //! of their vectors at `claims.same_claim`, in the same model's space), answered with a verdict
 //! within `living.keep_days` — is answered from that answer's evidence. The kept job's

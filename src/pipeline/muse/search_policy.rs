@@ -1,5 +1,6 @@
 //! Step 2, search policy: every query on the first working backend (`search::Searcher`:
-//! fallback, cache, `before` bound) and every described image through reverse image search
+//! fallback, cache, `before` bound; a re-check's record, `Retrieval::fresh`, reads no cached
+//! answer) and every described image through reverse image search
 //! (`search::reverse`), both through Google Fact Check Tools when `[factcheck]` has a key
 //! (`search::factcheck`: the reviews' pages become candidates, the reviews go to
 //! `Retrieval::fact_checks`), then Muse's publisher rules — links from publishers that are not
@@ -29,10 +30,20 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     let mut dropped = Vec::new();
     let (mut failed, mut last_error) = (0, None);
     let mut searches: Vec<(String, Vec<Hit>)> = Vec::new();
+    // A re-check asks the backends again: the cache holds what the first answer found.
+    let freshness = if r.fresh {
+        crate::search::Freshness::Fresh
+    } else {
+        crate::search::Freshness::Cached
+    };
     for query in &queries {
         // Each query in its own language (the model writes some in the post's, some in
         // English); one too short to tell goes without a language parameter.
-        match m.searcher.search(query, m.before, crate::lang::detect(query)).await {
+        match m
+            .searcher
+            .search_as(query, m.before, crate::lang::detect(query), freshness)
+            .await
+        {
             Ok(h) => searches.push((query.clone(), h)),
             Err(e) => {
                 tracing::warn!(query, error = %e, "search failed");

@@ -1,4 +1,4 @@
-//! The bot's labels (issue 31), through its own PDS: the PDS forwards each call to the
+//! The bot's labels, through its own PDS: the PDS forwards each call to the
 //! labeler service its DID document names (`atproto-proxy: <bot DID>#atproto_labeler`, signed
 //! for the account), which is Ozone (`@atproto/ozone`, run beside the daemon): it signs the
 //! labels with the account's `#atproto_label` key and serves them to AppViews. So the daemon
@@ -159,7 +159,7 @@ impl Bluesky {
 }
 
 /// A DID document from where the DID method says it lives.
-async fn did_document(did: &str, plc_directory: &str) -> Result<serde_json::Value, PlatformError> {
+pub(super) async fn did_document(did: &str, plc_directory: &str) -> Result<serde_json::Value, PlatformError> {
     let url = if did.starts_with("did:plc:") {
         format!("{}/{did}", plc_directory.trim_end_matches('/'))
     } else if let Some(host) = did.strip_prefix("did:web:") {

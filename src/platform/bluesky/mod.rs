@@ -9,6 +9,7 @@
 //! same record for an identical write and `InvalidSwap` for a different one, which is then
 //! read back — instead of posting the part twice.
 
+pub mod absence;
 pub mod firehose;
 pub mod hashtag;
 pub mod labels;
@@ -48,6 +49,9 @@ pub struct Bluesky {
     /// Posts are read through the AppView (`app.bsky.*`); without one (firehose mode), from
     /// the repos on the PDS.
     appview: bool,
+    /// Where `did:plc` identities are resolved (`bluesky.plc_directory`): an author's DID
+    /// document names the PDS that holds their posts ([`absence`]).
+    plc_directory: String,
 }
 
 /// What listens for mentions: notifications (through the AppView) or the PDS's firehose.
@@ -121,6 +125,7 @@ impl Bluesky {
             bot: bot.clone(),
             refs: Arc::default(),
             appview: config.mode == BlueskyMode::Notifications,
+            plc_directory: config.plc_directory.clone(),
         };
         if config.set_bot_label {
             if let Err(e) = me.label_as_bot().await {

@@ -143,6 +143,9 @@ impl<'a> From<&'a ProfileViewBasic> for Author<'a> {
 pub fn to_post(view: &PostView) -> Result<Post, String> {
     let record = post_record(&serde_json::to_value(&view.record).unwrap_or_default())?;
     let mut post = from_record(&view.uri, Author::from(&view.author), &record);
+    post.version = serde_json::to_value(&view.cid)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string));
     match &view.embed {
         Some(Union::Refs(e)) => embed_view(&mut post, e),
         Some(Union::Unknown(u)) => {
@@ -227,6 +230,7 @@ fn from_record(uri: &str, author: Author<'_>, record: &RecordData) -> Post {
         author_display_name: author.display_name.unwrap_or_default().to_string(),
         author_is_bot: author.is_bot,
         author_nobot: false,
+        version: None,
         text: record.text.clone(),
         created_at,
         visibility: Visibility::Public,
@@ -486,6 +490,11 @@ mod tests {
               "indexedAt":"2026-11-30T10:00:00Z"}}},
           "indexedAt":"2026-12-01T03:31:47.000Z"});
         let post = to_post(&serde_json::from_value(view).unwrap()).unwrap();
+        assert_eq!(
+            post.version.as_deref(),
+            Some("bafyreifww75oqgkkbd56sj7gndgqk7nuj5ksegehvwqcdm54n7cmbtgreu"),
+            "the version read: a label goes on it"
+        );
         assert_eq!(post.links, ["https://example.com/long/path"]);
         assert_eq!(post.media.len(), 1);
         assert_eq!(post.media[0].alt.as_deref(), Some("A chart"));

@@ -336,6 +336,20 @@ impl Xrpc {
         })
     }
 
+    /// A query to another service (an account's own PDS), without the session: what anyone
+    /// who is not logged in is answered, with the same pacing, retries and error names.
+    pub async fn query_unsigned<T: DeserializeOwned>(
+        &self,
+        service: &str,
+        what: &'static str,
+        nsid: &str,
+        params: &[(&str, String)],
+    ) -> Result<T, XrpcError> {
+        let service = service.trim_end_matches('/');
+        self.send_to(service, what, Method::GET, nsid, params, None, None, None)
+            .await
+    }
+
     async fn send<T: DeserializeOwned>(
         &self,
         what: &'static str,
@@ -346,7 +360,23 @@ impl Xrpc {
         token: Option<&Secret>,
         proxy: Option<&str>,
     ) -> Result<T, XrpcError> {
-        let url = format!("{}/xrpc/{}", self.service, nsid);
+        self.send_to(&self.service, what, method, nsid, params, body, token, proxy)
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn send_to<T: DeserializeOwned>(
+        &self,
+        service: &str,
+        what: &'static str,
+        method: Method,
+        nsid: &str,
+        params: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+        token: Option<&Secret>,
+        proxy: Option<&str>,
+    ) -> Result<T, XrpcError> {
+        let url = format!("{service}/xrpc/{nsid}");
         retry::with_retries(self.max_retries, what, || async {
             self.limiter.until_ready().await;
             let mut req = self.http.request(method.clone(), &url).query(params);

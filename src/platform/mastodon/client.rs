@@ -117,13 +117,32 @@ impl MastodonClient {
         form: Option<&[(&str, String)]>,
         idempotency_key: Option<&str>,
     ) -> Result<T, MastodonError> {
+        self.request_as(true, what, method, path, query, form, idempotency_key)
+            .await
+    }
+
+    /// A request with the bot's token (`signed`), or as anyone (none: what a logged-out
+    /// reader of the server is shown).
+    #[allow(clippy::too_many_arguments)]
+    async fn request_as<T: DeserializeOwned>(
+        &self,
+        signed: bool,
+        what: &'static str,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        form: Option<&[(&str, String)]>,
+        idempotency_key: Option<&str>,
+    ) -> Result<T, MastodonError> {
         retry::with_retries(self.max_retries, what, || async {
             self.pace().await;
             let mut req = self
                 .http
                 .request(method.clone(), format!("{}{}", self.base, path))
-                .bearer_auth(self.token.expose())
                 .query(query);
+            if signed {
+                req = req.bearer_auth(self.token.expose());
+            }
             if let Some(form) = form {
                 req = req.form(form);
             }
@@ -223,6 +242,52 @@ impl MastodonClient {
             None,
         )
         .await
+    }
+
+    /// A status as the server shows it to a reader who is not logged in (no token): blocks
+    /// between accounts do not apply to that reader, so a public status the bot's own read
+    /// misses is there but hidden from the bot. A server that shows nothing to logged-out
+    /// readers answers 401.
+    pub async fn status_unsigned(&self, id: &str) -> Result<Status, MastodonError> {
+        let path = format!("/api/v1/statuses/{}", path_segment(id));
+        self.request_as(false, "get_status_unsigned", Method::GET, &path, &[], None, None)
+            .await
+    }
+
+    /// The account named `acct` (`user` for the server's own, `user@domain` for another's),
+    /// exactly (`GET /api/v1/accounts/lookup`): its id is what the bot knows it by.
+    pub async fn lookup_account(&self, acct: &str) -> Result<Account, MastodonError> {
+        let query = [("acct", acct.trim().trim_start_matches('@').to_string())];
+        self.request(
+            "lookup_account",
+            Method::GET,
+            "/api/v1/accounts/lookup",
+            &query,
+            None,
+            None,
+        )
+        .await
+    }
+
+    /// The account named `acct` as search finds it, fetching it from its own server when this
+    /// one has not seen it yet (`resolve=true`, WebFinger): only an exact `acct` counts.
+    pub async fn search_account(&self, acct: &str) -> Result<Option<Account>, MastodonError> {
+        #[derive(serde::Deserialize)]
+        struct Results {
+            #[serde(default)]
+            accounts: Vec<Account>,
+        }
+        let acct = acct.trim().trim_start_matches('@');
+        let query = [
+            ("q", format!("@{acct}")),
+            ("resolve", "true".into()),
+            ("type", "accounts".into()),
+            ("limit", "5".into()),
+        ];
+        let r: Results = self
+            .request("search", Method::GET, "/api/v2/search", &query, None, None)
+            .await?;
+        Ok(r.accounts.into_iter().find(|a| a.acct.eq_ignore_ascii_case(acct)))
     }
 
     /// Mention notifications newer than `min_id` (the page right after it), and the largest id of the whole page (other

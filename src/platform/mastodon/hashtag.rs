@@ -192,7 +192,8 @@ pub fn hit(status: Status, tag: &str, bot: &BotIdentity) -> Option<Trigger> {
             is_bot: status.account.bot,
             is_self: status.account.id == bot.account_id,
             nobot: status.account.opted_out(),
-            id: None,
+            // Rights and memory key on the account's id: an `acct` can change hands.
+            id: Some(status.account.id.clone()).filter(|i| !i.is_empty()),
         },
         visibility: Visibility::from_server(&status.visibility),
         created_at: status.created_at,

@@ -167,6 +167,42 @@ impl Mastodon {
         Ok(())
     }
 
+    /// Whether a status the bot's own read misses (404) is deleted or hidden from the bot,
+    /// asked of the bot's server without its token: shown → hidden (the author blocks the
+    /// bot or its server; a logged-out reader is blocked by no one); 404 or 410 → deleted; a
+    /// server that shows logged-out readers nothing (401, 403) cannot tell.
+    pub async fn confirm_deleted(&self, id: &str) -> Result<crate::platform::Absence, PlatformError> {
+        use crate::platform::Absence;
+        match self.client.status_unsigned(id).await {
+            Ok(_) => Ok(Absence::Hidden(
+                "the post is public but hidden from the bot (its author blocks the bot or its server)".into(),
+            )),
+            Err(e) => match e.status() {
+                Some(404 | 410) => Ok(Absence::Deleted),
+                Some(401 | 403) => Ok(Absence::Unknown(format!(
+                    "the server shows logged-out readers nothing, so a block cannot be told from a deletion: {e}"
+                ))),
+                _ if e.is_transient() => Err(e.into()),
+                _ => Ok(Absence::Unknown(e.to_string())),
+            },
+        }
+    }
+
+    /// The id of the account named `acct` on the bot's server (what rights are checked by:
+    /// an `acct` can be renamed, and then taken by another account).
+    /// Looked up by `acct` first; an account of another server this one has not seen yet
+    /// (lookup answers 404: it reads only what the server holds) is fetched through search.
+    pub async fn account_id(&self, acct: &str) -> Result<String, PlatformError> {
+        match self.client.lookup_account(acct).await {
+            Ok(a) => Ok(a.id),
+            Err(e) if e.status() == Some(404) && acct.contains('@') => match self.client.search_account(acct).await? {
+                Some(a) => Ok(a.id),
+                None => Err(PlatformError::Gone(format!("no account {acct} found (lookup: {e})"))),
+            },
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Whether a post is still there (a 404 or 410 is `false`).
     pub async fn exists(&self, id: &str) -> Result<bool, PlatformError> {
         match self.client.status(id).await.map_err(PlatformError::from) {
@@ -288,11 +324,12 @@ pub fn to_post(s: Status) -> Post {
         id: s.id,
         url: s.url,
         author: s.account.acct.clone(),
-        // Mastodon's `user@domain` is the account itself.
-        author_id: None,
+        // The account's id on the bot's server: an `acct` can be renamed and taken again.
+        author_id: Some(s.account.id.clone()).filter(|i| !i.is_empty()),
         author_display_name: s.account.display_name.clone(),
         author_is_bot: s.account.bot,
         author_nobot: s.account.opted_out(),
+        version: None,
         text,
         created_at: s.created_at,
         visibility: Visibility::from_server(&s.visibility),
@@ -374,3 +411,7 @@ mod tests {
         assert!(super::to_post(serde_json::from_str(&pending).unwrap()).quote.is_none());
     }
 }
+
+#[cfg(test)]
+#[path = "peer_tests.rs"]
+mod peer_tests;

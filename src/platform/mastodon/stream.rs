@@ -257,7 +257,8 @@ pub fn to_trigger(n: Notification, bot: &BotIdentity) -> Option<Trigger> {
             is_bot: n.account.bot,
             is_self: n.account.id == bot.account_id,
             nobot: n.account.opted_out(),
-            id: None,
+            // Rights and memory key on the account's id: an `acct` can change hands.
+            id: Some(n.account.id.clone()).filter(|i| !i.is_empty()),
         },
         visibility: Visibility::from_server(&status.visibility),
         created_at: status.created_at,
@@ -367,6 +368,8 @@ mod tests {
         let t = to_trigger(n, &bot()).unwrap();
         assert!(!t.asked_in_text);
         assert!(t.may_be_inherited());
+        // Rights and memory key on the account's id, not its renamable `acct`.
+        assert_eq!((t.author.id.as_deref(), t.author.key().as_str()), (Some("3"), "3"));
         // The handle written into the text is a request.
         let n = notification(&format!("<p>{H_ALICE} is this right, {H_BOT}?</p>"), Some("400"), "");
         let t = to_trigger(n, &bot()).unwrap();

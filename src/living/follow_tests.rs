@@ -1,0 +1,158 @@
+//! The follower on the scripted platform: a checked post hidden from the bot (its author
+//! blocks it) keeps its answer and is followed no more; a deleted one takes its answer down.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{Follower, Round};
+use crate::config::LivingConfig;
+use crate::model::{Kept, PlatformKind, Post, Trigger, Visibility};
+use crate::platform::double::{Call, Double};
+use crate::platform::{Platform, Platforms};
+use crate::store::Store;
+
+/// An answer to a mention (`m<n>`) about post `target`, in parts `p<n>a` and `p<n>b`.
+fn kept(n: u32, target: &str) -> Kept {
+    let mut trigger = Trigger::test_mention(&n.to_string());
+    trigger.in_reply_to_id = Some(target.into());
+    let now = chrono::Utc::now();
+    serde_json::from_value(json!({
+        "job_id": format!("mastodon:{n}"),
+        "platform": PlatformKind::Mastodon,
+        "trigger": trigger,
+        "target_id": target,
+        "claim": "The Moon is made of cheese.",
+        "language": "en",
+        "verdict": null,
+        "outcome": "reply",
+        "evidence": [],
+        "reviews": [],
+        "parts": [format!("p{n}a"), format!("p{n}b")],
+        "digest": "",
+        "kept_at": now,
+        "until": now + chrono::Duration::days(7),
+        "timers": 0,
+        "updates": [],
+    }))
+    .expect("a kept answer")
+}
+
+fn bench() -> (Follower, Arc<Double>) {
+    let double = Arc::new(Double::new(crate::compose::TextLimits {
+        max_chars: 500,
+        chars_per_url: 23,
+    }));
+    let follower = Follower {
+        store: Store::open_temporary().unwrap(),
+        config: LivingConfig::default(),
+        platforms: Platforms::new([Platform::Double(double.clone())]),
+        metrics: None,
+    };
+    (follower, double)
+}
+
+fn post(id: &str) -> Post {
+    Post::text_only(
+        id,
+        "carol",
+        "The Moon is made of cheese.",
+        chrono::Utc::now(),
+        Visibility::Public,
+    )
+}
+
+/// A post its author hid from the bot (a block) is still there for everyone else: the
+/// correction stays up, the answer is marked hidden, and later rounds leave it alone. A post
+/// its author deleted takes its answer down, every part.
+#[tokio::test]
+async fn a_post_hidden_from_the_bot_keeps_its_answer_and_a_deleted_one_does_not() {
+    let (f, double) = bench();
+    for (n, target) in [(1, "100"), (2, "200")] {
+        let mut k = kept(n, target);
+        double.add_post(post(target));
+        k.digest = crate::living::digest(&post(target));
+        f.store.create_kept(&k).unwrap();
+    }
+    let round = f.round().await.unwrap();
+    assert_eq!(
+        round,
+        Round {
+            looked: 2,
+            ..Round::default()
+        }
+    );
+
+    // The author of 100 blocks the bot; the author of 200 deletes it.
+    double.hidden.lock().unwrap().insert("100".into());
+    double.posts.lock().unwrap().remove("200");
+    let round = f.round().await.unwrap();
+    assert_eq!((round.looked, round.deleted, round.hidden), (2, 1, 1), "{round:?}");
+    assert_eq!(double.count(Call::Confirm), 2, "each missing post confirmed");
+    let deleted = double.deleted.lock().unwrap().clone();
+    assert_eq!(
+        deleted,
+        ["p2b", "p2a"],
+        "only the deleted post's answer, last part first"
+    );
+    let hidden = f.store.kept("mastodon:1").unwrap().unwrap();
+    assert!(hidden.gone.is_none(), "{hidden:?}");
+    assert!(hidden.hidden.is_some(), "{hidden:?}");
+    assert_eq!(hidden.claim, "The Moon is made of cheese.", "still an answer");
+    assert!(f.store.kept("mastodon:2").unwrap().unwrap().gone.is_some());
+
+    // Later rounds read neither: one is gone, the other is no longer followed.
+    let (reads, asked) = (double.count(Call::LookMany), double.count(Call::Resolve));
+    let round = f.round().await.unwrap();
+    assert_eq!(round, Round::default());
+    assert_eq!(
+        (double.count(Call::LookMany), double.count(Call::Resolve)),
+        (reads, asked)
+    );
+    assert_eq!(double.deleted.lock().unwrap().len(), 2, "nothing more deleted");
+}
+
+/// A failure to ask whether the post is deleted decides nothing: the answer stays, unmarked,
+/// and the next round asks again.
+#[tokio::test]
+async fn a_failed_confirmation_decides_nothing() {
+    let (f, double) = bench();
+    let mut k = kept(1, "100");
+    k.digest = crate::living::digest(&post("100"));
+    f.store.create_kept(&k).unwrap();
+    double.fail(
+        Call::Confirm,
+        crate::platform::PlatformError::Transient("unreachable".into()),
+    );
+    let round = f.round().await.unwrap();
+    assert_eq!((round.deleted, round.hidden), (0, 0), "{round:?}");
+    let k = f.store.kept("mastodon:1").unwrap().unwrap();
+    assert!(k.gone.is_none() && k.hidden.is_none(), "{k:?}");
+    assert!(double.deleted.lock().unwrap().is_empty());
+    let round = f.round().await.unwrap();
+    assert_eq!(round.deleted, 1, "asked again, and deleted: {round:?}");
+}
+
+/// `delete_when_asker_deletes`: an asker who blocks the bot after asking has not deleted the
+/// ask, so the answer stays; the ask deleted takes it down.
+#[tokio::test]
+async fn an_asker_who_blocks_the_bot_has_not_deleted_the_ask() {
+    let (mut f, double) = bench();
+    f.config.delete_when_asker_deletes = true;
+    let mut k = kept(1, "100");
+    k.digest = crate::living::digest(&post("100"));
+    f.store.create_kept(&k).unwrap();
+    double.add_post(post("100"));
+    double.add_post(post("m1"));
+    double.hidden.lock().unwrap().insert("m1".into());
+    let round = f.round().await.unwrap();
+    assert_eq!((round.deleted, round.hidden), (0, 0), "{round:?}");
+    assert!(double.deleted.lock().unwrap().is_empty());
+    let k = f.store.kept("mastodon:1").unwrap().unwrap();
+    assert!(
+        k.gone.is_none() && k.hidden.is_none(),
+        "the checked post is still followed: {k:?}"
+    );
+    double.posts.lock().unwrap().remove("m1");
+    assert_eq!(f.round().await.unwrap().deleted, 1);
+}
