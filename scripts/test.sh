@@ -5,7 +5,8 @@
 # installed unit under a real systemd (scripts/test-systemd.sh: systemd-nspawn; both change the
 # machine, so they install only under CI=true or when asked). The build runs while the sandbox
 # is provisioned (and the container's Debian root is downloaded), cargo-deb is built while the
-# tests run, and the package wraps the binary the suite built. Builds go to
+# tests run (then mdBook), the book is built after the tests, and the package wraps the binary
+# the suite built. Builds go to
 # $CARGO_TARGET_DIR (default: a cache outside the clone), so a second run is fast.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +47,8 @@ if [[ $provisioned -ne 0 || $build -ne 0 ]]; then
     exit 1
 fi
 if [[ $whole == 1 ]]; then
-    nice -n 19 env CARGO_BUILD_JOBS=1 scripts/package.sh --tools >>"$side_log" 2>&1 &
+    # cargo-deb, then mdBook: one build after the other, niced, on one job.
+    nice -n 19 env CARGO_BUILD_JOBS=1 bash -c 'scripts/package.sh --tools && scripts/book.sh --tools' >>"$side_log" 2>&1 &
     side_pids+=($!)
 fi
 set +e
@@ -67,6 +69,9 @@ for p in "${side_pids[@]}"; do
     wait "$p" || { cat "$side_log" >&2; echo "test.sh: a preparation beside the tests failed; the step that needs it tries again" >&2; }
 done
 if [[ $whole == 1 && $status -eq 0 ]]; then
+    # The operator's book (docs/, mdBook): it must build; tests/book.rs checks its links and
+    # keeps its configuration reference and troubleshooting page equal to the code.
+    scripts/book.sh || pkg_status=$?
     # The package around the binary the suite just built (dev profile: no second, release
     # build of everything; `scripts/package.sh` alone builds the release package).
     export MUSEBOT_PACKAGE_PROFILE=${MUSEBOT_PACKAGE_PROFILE:-dev}

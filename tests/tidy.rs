@@ -207,3 +207,79 @@ fn only_the_owner_talks_to_each_outside_party() {
     }
     assert!(offences.is_empty(), "{offences:#?}");
 }
+
+/// The code map names every source file by its path, so a newcomer finds any room in one hop,
+/// and no file grows past what one sitting reads (600 lines).
+#[test]
+fn every_file_is_on_the_code_map_and_none_is_long() {
+    let map = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md")).unwrap();
+    let mut missing = Vec::new();
+    let mut long = Vec::new();
+    for (rel, _) in src_files() {
+        let path = format!("src/{rel}");
+        if !map.contains(&path) {
+            missing.push(path.clone());
+        }
+        let whole = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(&path)).unwrap();
+        let lines = whole.lines().count();
+        if lines > 600 {
+            long.push(format!("{path} ({lines} lines)"));
+        }
+    }
+    assert!(missing.is_empty(), "not on ARCHITECTURE.md's code map: {missing:?}");
+    assert!(long.is_empty(), "over 600 lines (split by responsibility): {long:?}");
+}
+
+/// Words that explain themselves: no ticket numbers in the code, the README, the architecture or
+/// the book (a reader outside the team cannot open them).
+#[test]
+fn no_ticket_numbers_in_code_or_documents() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut texts: Vec<(String, String)> = src_files()
+        .into_iter()
+        .map(|(r, _)| {
+            let path = format!("src/{r}");
+            let whole = std::fs::read_to_string(root.join(&path)).unwrap();
+            (path, whole)
+        })
+        .collect();
+    for doc in ["README.md", "ARCHITECTURE.md"] {
+        texts.push((doc.into(), std::fs::read_to_string(root.join(doc)).unwrap()));
+    }
+    let mut book = Vec::new();
+    markdown_files(&root.join("docs/src"), &mut book);
+    for f in book {
+        let text = std::fs::read_to_string(&f).unwrap();
+        texts.push((f.display().to_string(), text));
+    }
+    let mut found = Vec::new();
+    for (name, text) in &texts {
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let mut rest = lower.as_str();
+            while let Some(i) = rest.find("issue") {
+                let after = rest[i + 5..].trim_start_matches('s').trim_start();
+                if after.starts_with(|c: char| c.is_ascii_digit()) {
+                    found.push(format!("{name}:{}: {}", n + 1, line.trim()));
+                    break;
+                }
+                rest = &rest[i + 5..];
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "ticket numbers (say what the code does instead): {found:#?}"
+    );
+}
+
+fn markdown_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            markdown_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}

@@ -5,6 +5,8 @@ use super::{Config, ConfigProblem, PipelineMode};
 
 #[path = "validate_ops.rs"]
 mod ops;
+#[path = "validate_platforms.rs"]
+mod platforms;
 
 /// Collects problems as `key: problem — fix`.
 #[derive(Default)]
@@ -33,8 +35,8 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         ops::claims,
         relevance,
         credibility,
-        mastodon,
-        bluesky,
+        platforms::mastodon,
+        platforms::bluesky,
         images,
         ops::moderation,
         ops::budget,
@@ -410,66 +412,6 @@ fn credibility(c: &Config, p: &mut Problems) {
     }
 }
 
-/// `[mastodon]`.
-fn mastodon(c: &Config, p: &mut Problems) {
-    let m = &c.mastodon;
-    if !m.enabled {
-        if !c.bluesky.enabled {
-            p.bad(
-                "mastodon.enabled",
-                "is false and no other platform is enabled".into(),
-                "set mastodon.enabled = true, or bluesky.enabled = true with a [bluesky] section",
-            );
-        }
-    } else {
-        if m.base_url.is_empty() {
-            p.bad(
-                "mastodon.base_url",
-                "is empty".into(),
-                "set it to your instance, e.g. https://mastodon.social",
-            );
-        } else {
-            check_url(
-                p,
-                "mastodon.base_url",
-                &m.base_url,
-                "set it to your instance, e.g. https://mastodon.social",
-            );
-        }
-        if m.access_token_env.is_empty() && m.access_token_file.is_empty() {
-            p.bad(
-                "mastodon.access_token_env",
-                "and mastodon.access_token_file are both empty".into(),
-                "name the environment variable or file that holds the bot's token",
-            );
-        }
-        if m.requests_per_5min == 0 || m.requests_per_5min > 1500 {
-            p.bad(
-                "mastodon.requests_per_5min",
-                format!("is {}", m.requests_per_5min),
-                "use a number from 1 to 1500 (Mastodon allows 300)",
-            );
-        }
-        if m.posts_per_3h == 0 || m.posts_per_3h > 280 {
-            p.bad(
-                "mastodon.posts_per_3h",
-                format!("is {}", m.posts_per_3h),
-                "use a number from 1 to 280 (Mastodon allows 300 posts per 3 hours, the burst takes 20)",
-            );
-        }
-        if m.reconnect_max_secs == 0 {
-            p.bad(
-                "mastodon.reconnect_max_secs",
-                "is 0".into(),
-                "use a positive number, e.g. 60",
-            );
-        }
-        if m.timeout_secs == 0 {
-            p.bad("mastodon.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
-        }
-    }
-}
-
 /// `[images]` and `[vision]`.
 fn images(c: &Config, p: &mut Problems) {
     let i = &c.images;
@@ -511,126 +453,10 @@ fn images(c: &Config, p: &mut Problems) {
     }
 }
 
-/// `[bluesky]`.
-fn bluesky(c: &Config, p: &mut Problems) {
-    let b = &c.bluesky;
-    labeler(c, p);
-    if !b.enabled {
-        return;
-    }
-    check_url(
-        p,
-        "bluesky.service",
-        &b.service,
-        "set it to the account's PDS, e.g. https://bsky.social",
-    );
-    if b.identifier.trim().is_empty() {
-        p.bad(
-            "bluesky.identifier",
-            "is empty".into(),
-            "set it to the bot's handle, e.g. factcheck.bsky.social",
-        );
-    } else if b.identifier.starts_with('@') {
-        p.bad(
-            "bluesky.identifier",
-            format!("`{}` starts with @", b.identifier),
-            "write the handle without the @, e.g. factcheck.bsky.social",
-        );
-    }
-    if b.app_password_env.is_empty() && b.app_password_file.is_empty() {
-        p.bad(
-            "bluesky.app_password_env",
-            "and bluesky.app_password_file are both empty".into(),
-            "name the environment variable or file that holds the bot's app password",
-        );
-    }
-    check_url(
-        p,
-        "bluesky.plc_directory",
-        &b.plc_directory,
-        "set it to the PLC directory, https://plc.directory unless the network runs its own",
-    );
-    if b.poll_secs == 0 || b.poll_secs > 600 {
-        p.bad(
-            "bluesky.poll_secs",
-            format!("is {}", b.poll_secs),
-            "use 1 to 600 seconds (5 is the default)",
-        );
-    }
-    if b.requests_per_5min == 0 || b.requests_per_5min > 3000 {
-        p.bad(
-            "bluesky.requests_per_5min",
-            format!("is {}", b.requests_per_5min),
-            "use a number from 1 to 3000 (Bluesky allows 3000 per IP)",
-        );
-    }
-    if b.write_points_per_hour < 3 || b.write_points_per_hour > 5000 {
-        p.bad(
-            "bluesky.write_points_per_hour",
-            format!("is {}", b.write_points_per_hour),
-            "use 3 to 5000 (Bluesky allows 5000; a post costs 3)",
-        );
-    }
-    if b.write_points_per_day < 3 || b.write_points_per_day > 35000 {
-        p.bad(
-            "bluesky.write_points_per_day",
-            format!("is {}", b.write_points_per_day),
-            "use 3 to 35000 (Bluesky allows 35000; a post costs 3)",
-        );
-    }
-    if b.reconnect_max_secs == 0 {
-        p.bad(
-            "bluesky.reconnect_max_secs",
-            "is 0".into(),
-            "use a positive number, e.g. 60",
-        );
-    }
-    if b.timeout_secs == 0 {
-        p.bad("bluesky.timeout_secs", "is 0".into(), "use a positive number, e.g. 30");
-    }
-}
-
-fn check_url(p: &mut Problems, key: &str, value: &str, fix: &str) {
+pub(super) fn check_url(p: &mut Problems, key: &str, value: &str, fix: &str) {
     match url::Url::parse(value) {
         Ok(u) if u.scheme() == "http" || u.scheme() == "https" => {}
         Ok(u) => p.bad(key, format!("scheme `{}` is not http or https", u.scheme()), fix),
         Err(e) => p.bad(key, format!("`{value}` is not a URL ({e})"), fix),
-    }
-}
-
-/// `[bluesky.labeler]`.
-fn labeler(c: &Config, p: &mut Problems) {
-    let l = &c.bluesky.labeler;
-    if !l.enabled {
-        return;
-    }
-    if !c.bluesky.enabled {
-        p.bad(
-            "bluesky.labeler.enabled",
-            "is true but bluesky.enabled is false".into(),
-            "enable [bluesky] (labels are a Bluesky feature; Mastodon has none) or set bluesky.labeler.enabled = false",
-        );
-    }
-    if !l.evidence_url.is_empty() {
-        check_url(
-            p,
-            "bluesky.labeler.evidence_url",
-            &l.evidence_url,
-            "set it to the public URL of the evidence pages, e.g. https://factcheck.example.org/labels, or \"\"",
-        );
-    }
-    if !l.evidence_listen.is_empty() && l.evidence_listen.parse::<std::net::SocketAddr>().is_err() {
-        p.bad(
-            "bluesky.labeler.evidence_listen",
-            format!("`{}` is not host:port", l.evidence_listen),
-            "write an address and port, e.g. 127.0.0.1:8091 (behind your TLS proxy), or \"\" for none",
-        );
-    }
-    if l.expiry_days > 3650 {
-        p.bad(
-            "bluesky.labeler.expiry_days",
-            format!("is {}", l.expiry_days),
-            "use 0 (never) to 3650 days",
-        );
     }
 }

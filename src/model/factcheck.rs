@@ -6,6 +6,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::rating::RatingHint;
+
 /// Where a claim review was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -109,31 +111,6 @@ impl ClaimMatch {
     /// the corpus's record (a match stored as deciding without a live review decides nothing).
     pub fn deciding(&self) -> Option<&ClaimReview> {
         self.live.as_ref().filter(|_| self.decides)
-    }
-}
-
-/// What a rating says, as a hint for the model and for telling disagreement apart; the reply's
-/// verdict is still chosen from the closed set and worded by the bot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RatingHint {
-    False,
-    Misleading,
-    /// "Missing context", "Out of context", "Miscaptioned"…
-    MissingContext,
-    True,
-    Unclear,
-}
-
-impl RatingHint {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RatingHint::False => "false",
-            RatingHint::Misleading => "misleading",
-            RatingHint::MissingContext => "missing_context",
-            RatingHint::True => "true",
-            RatingHint::Unclear => "unclear",
-        }
     }
 }
 

@@ -10,31 +10,6 @@ use super::post::PlatformKind;
 use super::trigger::Trigger;
 use super::verdict::Verdict;
 
-/// Why a re-check runs. Closed: traces and metrics name each.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "why", content = "detail")]
-pub enum RecheckWhy {
-    /// A "could not verify" reply's timer (`living.recheck_after`).
-    Scheduled,
-    /// A review the reply did not name matches its claim (the review's URL).
-    Review(String),
-    /// The checked post was edited.
-    Edited,
-    /// The asker or a moderator asked (`recheck`): their account key.
-    Asked(String),
-}
-
-impl RecheckWhy {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            RecheckWhy::Scheduled => "scheduled",
-            RecheckWhy::Review(_) => "review",
-            RecheckWhy::Edited => "edited",
-            RecheckWhy::Asked(_) => "asked",
-        }
-    }
-}
-
 /// A claim's vector in the claim matcher's space (int8, ×127 of the unit vector).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClaimVector {

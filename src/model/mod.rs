@@ -6,6 +6,7 @@
 
 mod command;
 mod debate;
+mod draft;
 mod factcheck;
 mod ids;
 mod job;
@@ -24,20 +25,22 @@ mod verification;
 
 pub use command::{attempted as attempted_command, tag as normalise_tag, Command};
 pub use debate::{Debate, DebateEnd, Support, Turn};
-pub use factcheck::{ClaimMatch, ClaimReview, RatingHint, ReviewSource};
+pub use draft::{Draft, Outcome};
+pub use factcheck::{ClaimMatch, ClaimReview, ReviewSource};
 pub use ids::id_less;
-pub use job::{Draft, Job, Outcome, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
+pub use job::{Job, Plan, ReplyRecord, SkipReason, Stage, StageRecord, Status, SCHEMA};
 pub use label::{Channel, JobLabel, LabelValue};
 pub use legacy::{decode_job, DecodeError};
-pub use living::{ClaimVector, Kept, Recalled, RecheckWhy, UpdateRecord};
+pub use living::{ClaimVector, Kept, Recalled, UpdateRecord};
 pub use moderation::{OptOut, Spend, TagPolicy, TagWatch};
-pub use post::{Media, MediaKind, PlatformKind, Post, Visibility};
+pub use post::{account_key, Media, MediaKind, PlatformKind, Post, Visibility};
+pub use rating::RatingHint;
 pub use retrieval::{
     Candidate, ContextFinding, ContextPage, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage,
     Retrieval, StepTrace, Tier,
 };
 pub use review::{Review, ReviewDecision};
-pub use trigger::{account_key, Account, Cause, Trigger};
+pub use trigger::{Account, Cause, RecheckWhy, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;
 pub use verification::{Verification, Verified};

@@ -149,7 +149,7 @@ pub struct Post {
 impl Post {
     /// What the author's rights and memory are keyed by ([`crate::model::Account::key`]).
     pub fn author_key(&self) -> String {
-        super::trigger::account_key(&self.author, self.author_id.as_deref())
+        account_key(&self.author, self.author_id.as_deref())
     }
 
     /// A post with only the fields every source knows; media, links and quote empty.
@@ -172,5 +172,13 @@ impl Post {
             mentions: Vec::new(),
             quote: None,
         }
+    }
+}
+
+/// The key of an account known by `handle` and, where the platform has one, its stable `id`.
+pub fn account_key(handle: &str, id: Option<&str>) -> String {
+    match id.filter(|i| !i.is_empty()) {
+        Some(id) => id.to_string(),
+        None => handle.trim().trim_start_matches('@').to_lowercase(),
     }
 }

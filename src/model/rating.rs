@@ -7,7 +7,32 @@
 //! never "fact-checkers disagree". [`clean`] takes bidi and control characters out of every
 //! quoted rating. Imports nothing from the crate.
 
-use super::factcheck::RatingHint;
+use serde::{Deserialize, Serialize};
+
+/// What a rating says, as a hint for the model and for telling disagreement apart; the reply's
+/// verdict is still chosen from the closed set and worded by the bot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RatingHint {
+    False,
+    Misleading,
+    /// "Missing context", "Out of context", "Miscaptioned"…
+    MissingContext,
+    True,
+    Unclear,
+}
+
+impl RatingHint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RatingHint::False => "false",
+            RatingHint::Misleading => "misleading",
+            RatingHint::MissingContext => "missing_context",
+            RatingHint::True => "true",
+            RatingHint::Unclear => "unclear",
+        }
+    }
+}
 
 /// (label as normalised by [`normalise`], class). Languages apart for whoever adds one.
 const VOCABULARY: &[(&str, RatingHint)] = {

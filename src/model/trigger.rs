@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::command::Command;
-use super::post::{PlatformKind, Visibility};
+use super::post::{account_key, PlatformKind, Visibility};
 
 /// Why the bot is looking at a post. Closed: traces and metrics name each.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,7 +27,7 @@ pub enum Cause {
     Recheck {
         of: String,
         n: u32,
-        why: super::living::RecheckWhy,
+        why: RecheckWhy,
         asked: bool,
     },
 }
@@ -80,11 +80,28 @@ impl Account {
     }
 }
 
-/// The key of an account known by `handle` and, where the platform has one, its stable `id`.
-pub fn account_key(handle: &str, id: Option<&str>) -> String {
-    match id.filter(|i| !i.is_empty()) {
-        Some(id) => id.to_string(),
-        None => handle.trim().trim_start_matches('@').to_lowercase(),
+/// Why a re-check runs. Closed: traces and metrics name each.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "why", content = "detail")]
+pub enum RecheckWhy {
+    /// A "could not verify" reply's timer (`living.recheck_after`).
+    Scheduled,
+    /// A review the reply did not name matches its claim (the review's URL).
+    Review(String),
+    /// The checked post was edited.
+    Edited,
+    /// The asker or a moderator asked (`recheck`): their account key.
+    Asked(String),
+}
+
+impl RecheckWhy {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RecheckWhy::Scheduled => "scheduled",
+            RecheckWhy::Review(_) => "review",
+            RecheckWhy::Edited => "edited",
+            RecheckWhy::Asked(_) => "asked",
+        }
     }
 }
 

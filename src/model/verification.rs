@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::debate::Debate;
-use super::job::Draft;
+use super::draft::Draft;
 
 /// What verification decided. Closed: the trace and the metrics name each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

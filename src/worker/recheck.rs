@@ -79,7 +79,7 @@ impl Run<'_> {
         let mut target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
             // Gone: skipped here; the follower deletes the answer of a deleted post.
-            Err(e) => return super::resolve::unresolved(e),
+            Err(e) => return super::unresolved(e),
         };
         target.language = crate::lang::of(target.language.as_deref(), &target.text);
         if let Some(reason) = self.skip_reason(job, &target) {

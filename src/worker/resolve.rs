@@ -37,7 +37,7 @@ impl Run<'_> {
         }
         let mut target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
-            Err(e) => return unresolved(e),
+            Err(e) => return super::unresolved(e),
         };
         // The platform's language tag, unless the text plainly reads otherwise (kept in the
         // job, shown by `check`).
@@ -351,15 +351,4 @@ pub(super) fn asker_language(job: &Job, about: Option<&str>) -> &'static str {
         return crate::words::language(Some(&l));
     }
     crate::words::language(about.or_else(|| job.target.as_ref().and_then(|p| p.language.as_deref())))
-}
-
-/// What a failed read of the target means for the job: gone → not answered; a lasting limit →
-/// parked; the rest transient or fatal (the resolve stage of answers and of re-checks).
-pub(super) fn unresolved(e: PlatformError) -> Result<StageOutcome, StageError> {
-    match e {
-        PlatformError::Gone(e) => Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
-        PlatformError::Transient(e) => Err(StageError::Transient(e)),
-        PlatformError::Fatal(e) | PlatformError::TooLong(e) => Err(StageError::Fatal(e)),
-        PlatformError::RateLimited { until, message } => Err(StageError::Parked { until, message }),
-    }
 }

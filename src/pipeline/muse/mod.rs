@@ -19,6 +19,7 @@ pub mod queries;
 pub mod recall;
 pub mod reply;
 pub mod search_policy;
+pub mod unnamed;
 pub mod visual;
 
 use std::sync::Arc;
@@ -207,7 +208,7 @@ impl Muse {
         let seen = describe::with_descriptions(post, r);
         let agents = self.context_debate.map_or(0, |(a, _)| a);
         let image_context = context::for_reply(r, agents);
-        let unnamed = factcheck::Unnamed::of(r);
+        let unnamed = unnamed::Unnamed::of(r);
         let (mut draft, usage) = reply::run(self, &seen, &evidence, image_context, &unnamed).await?;
         known::answer(&mut draft, &r.deciding_reviews(), post);
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);

@@ -2,13 +2,13 @@
 //! chooses a verdict from the closed set and explains it citing at least one evidence URL (one
 //! regeneration), and the bot words the verdict itself ([`crate::pipeline::verdict`]); else the
 //! honest insufficient-evidence reply with an accuracy nudge. The explanation loses every
-//! sentence that quotes a rating no check the reply may name gave (`factcheck::Unnamed`: words
+//! sentence that quotes a rating no check the reply may name gave (`unnamed::Unnamed`: words
 //! of a page that is not a fact-checker's never come back as a rating) before it is judged for
 //! its citation. Returns the [`Draft`], which the worker persists with the job.
 
 use minijinja::context;
 
-use super::factcheck::Unnamed;
+use super::unnamed::Unnamed;
 use super::{post_context, Muse};
 use crate::llm::{ChatMessage, LlmClient};
 use crate::model::{Draft, Evidence, Outcome, Post, Usage};
