@@ -145,12 +145,12 @@ pub enum RecheckSet {
     Waiting,
     /// An asked or edited re-check ran less than `recheck_cooldown` ago: not before then.
     Cooling(DateTime<Utc>),
-    /// `max_idle_rechecks` re-checks found nothing new: no more on demand.
+    /// `max_idle_rechecks` re-checks found nothing new: no more asked or edited ones.
     Spent,
 }
 
 /// Who asks for a re-check: a moderator is held only to one at a time and the thread's
-/// bounds, not to the cooldown or the idle bound.
+/// bounds, not to the cooldown or the idle bound (which hold only asked and edited re-checks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asker {
     Moderator,
@@ -197,7 +197,9 @@ pub fn recheck_now(
             // The one read above still waits, or another was set since: one at a time.
             return (RecheckSet::Waiting, None);
         }
-        if asker == Asker::Other && k.idle_rechecks >= config.max_idle_rechecks {
+        // The idle bound holds what a person sets (an edit, an asker's `recheck`), never a new
+        // fact-check: the author cannot spend it to keep a new check out of the thread.
+        if paced && k.idle_rechecks >= config.max_idle_rechecks {
             return (RecheckSet::Spent, None);
         }
         if let Some(last) = k.last_asked.filter(|_| paced) {

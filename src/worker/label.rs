@@ -47,7 +47,7 @@ impl Run<'_> {
                 tracing::info!(uri = %label.uri, "the label was emitted before a stop; not emitted again");
                 label.sent_at = Some(chrono::Utc::now());
                 job.label = Some(label);
-                self.record_label(job)?;
+                self.record_or_undo(job).await?;
                 self.label_only_update(job).await?;
                 return Ok(StageOutcome::Next(Usage::default()));
             }
@@ -71,7 +71,7 @@ impl Run<'_> {
         self.worker.metrics.living("label");
         label.sent_at = Some(chrono::Utc::now());
         job.label = Some(label);
-        self.record_label(job)?;
+        self.record_or_undo(job).await?;
         self.label_only_update(job).await?;
         Ok(StageOutcome::Next(Usage::default()))
     }
@@ -81,6 +81,18 @@ impl Run<'_> {
     async fn label_only_update(&self, job: &Job) -> Result<(), StageError> {
         if job.plan.as_ref().is_some_and(|p| p.parts.is_empty()) {
             self.record_update(job).await?;
+        }
+        Ok(())
+    }
+
+    /// The label recorded in the kept answer — or, when it closed meanwhile (a withdrawal
+    /// racing the call), the values just created negated again.
+    async fn record_or_undo(&self, job: &Job) -> Result<(), StageError> {
+        if !self.record_label(job)? {
+            if let Some(label) = job.label.as_ref() {
+                tracing::info!(uri = %label.uri, "the answer closed while its label was emitted; negated again");
+                self.undo_created(job, label).await?;
+            }
         }
         Ok(())
     }
@@ -137,18 +149,21 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// A re-check's label change, recorded in the kept answer it re-checks (the first
+    /// A re-check's label change, recorded in the kept answer it re-checks; `false` when the
+    /// answer closed meanwhile and could not take it (the first
     /// answer's label is recorded when the answer is kept).
-    fn record_label(&self, job: &Job) -> Result<(), StageError> {
+    fn record_label(&self, job: &Job) -> Result<bool, StageError> {
         let (Some(of), Some(label)) = (super::recheck::of(job), job.label.as_ref()) else {
-            return Ok(());
+            return Ok(true);
         };
         let now = label.create.first().map(|v| (*v, label.cid.clone()));
-        self.worker.store.update_kept(of, |k| {
+        let kept = self.worker.store.update_kept(of, |k| {
             // A withdrawn or deleted answer keeps no label (`Kept::hold_closed`).
             k.label = now.clone();
         })?;
-        Ok(())
+        // Withdrawn (or deleted) between the last look and the call: the record keeps no label,
+        // so the values just created must not stay on the post either.
+        Ok(kept.is_some_and(|(k, ())| k.gone.is_none() && k.label == now))
     }
 }
 

@@ -3,8 +3,8 @@
 //! this order — the bot's own post (never), a mention only inherited from a parent that
 //! already mentions the bot (nobody asked), a `#nobot`, opted-out or blocked author, a post
 //! that is not public (a direct message says why, unless `privacy.check_non_public`), a post
-//! already answered (a pointer to the first reply), and the requester's quota (charged in the
-//! store, only for jobs that will be answered). A hashtag hit gets no notice: a private or
+//! already answered (a pointer to the first reply) — the requester's quota charged before
+//! either notice, so every post the bot makes for an asker counts (in the store). A hashtag hit gets no notice: a private or
 //! answered post is skipped, and the tag's day and the author's window are charged instead of
 //! a quota.
 
@@ -51,6 +51,12 @@ impl Run<'_> {
         if is_hit(job) {
             return self.admit_hit(job, target);
         }
+        // Every mention the bot answers is charged to its asker — the notices below too: a
+        // stranger's flood under an answered or a private post must not make the bot post
+        // without limit.
+        if let Some(outcome) = self.charge_quota(job)? {
+            return outcome;
+        }
         // A quoted post is judged like the target: its text would reach the same parties.
         let visibility = target
             .quote
@@ -81,9 +87,6 @@ impl Run<'_> {
                 vec![url],
                 target.language.as_deref(),
             );
-        }
-        if let Some(outcome) = self.charge_quota(job)? {
-            return outcome;
         }
         tracing::info!(target = %target.id, author = %target.author, "target resolved");
         job.target = Some(target);

@@ -189,3 +189,28 @@ async fn an_edit_soon_after_an_answer_is_met_in_the_next_round_whatever_the_roun
     assert_eq!((round.looked, round.edited), (3, 1), "{round:?}");
     assert_eq!(kept(&b, &ids[2]).claim, "The Moon is made of cheese, NASA admits.");
 }
+
+#[tokio::test]
+async fn a_strangers_flood_of_mentions_under_an_answered_post_draws_at_most_the_hourly_window() {
+    let mut b = super::tests::bench(crate::test_llm::Script::reply(super::tests::VERDICT)).await;
+    b.worker.limits.checks_per_requester_per_hour = 3;
+    let first = b.add(mention("1"));
+    assert_eq!(b.run(&first).await.status, Status::Done);
+    let said = b.double.texts().len();
+    // Twenty mentions of eve's under the post the bot already answered: each would draw an
+    // "already answered" pointer; only the window's three (and one quota notice) are posted.
+    for i in 0..20 {
+        let mut m = mention(&format!("e{i}"));
+        m.author.handle = "eve".into();
+        m.author.id = Some("eve-id".into());
+        let id = b.add(m);
+        b.run(&id).await;
+    }
+    let to_eve: Vec<String> = b.double.texts()[said..]
+        .iter()
+        .filter(|t| t.starts_with("@eve"))
+        .cloned()
+        .collect();
+    assert_eq!(to_eve.len(), 4, "three pointers and one quota notice: {to_eve:?}");
+    assert!(to_eve[..3].iter().all(|t| !t.contains("limit")), "{to_eve:?}");
+}

@@ -54,8 +54,20 @@ impl Bluesky {
             .await
             .map_err(|e| e.to_string())?;
         let pds = pds_endpoint(did, &doc).ok_or("its DID document names no PDS")?;
-        if same_origin(&pds, self.xrpc.service()) || public_https(&pds) {
+        if same_origin(&pds, self.xrpc.service()) {
             Ok(pds)
+        } else if public_https(&pds) {
+            // A name is not an address: it must resolve to public addresses only (the client
+            // follows no redirect, so this is the host the request reaches).
+            let host = url::Url::parse(&pds)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string));
+            match host {
+                Some(h) if resolves_public(&h).await => Ok(pds),
+                _ => Err(format!(
+                    "its DID document names {pds}, which does not resolve to public addresses only"
+                )),
+            }
         } else {
             Err(format!("its DID document names {pds}, not a public https host"))
         }
@@ -80,6 +92,18 @@ fn same_origin(a: &str, b: &str) -> bool {
     match (url::Url::parse(a), url::Url::parse(b)) {
         (Ok(a), Ok(b)) => a.origin() == b.origin(),
         _ => false,
+    }
+}
+
+/// Whether every address `host` resolves to is public (none loopback, private, link-local, …:
+/// `fetch::guard::classify`); a name that does not resolve is not.
+pub(super) async fn resolves_public(host: &str) -> bool {
+    match tokio::net::lookup_host((host, 443)).await {
+        Ok(addrs) => {
+            let addrs: Vec<std::net::SocketAddr> = addrs.collect();
+            !addrs.is_empty() && addrs.iter().all(|a| crate::fetch::guard::classify(a.ip()).is_none())
+        }
+        Err(_) => false,
     }
 }
 
@@ -198,6 +222,13 @@ mod tests {
         assert!(!public_https("https://127.0.0.1"));
         assert!(!public_https("https://localhost"));
         assert!(!public_https("https://pds.example.com/admin#"));
+        // A public-looking name that resolves to loopback is not asked.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        assert!(!rt.block_on(resolves_public("localhost")));
+        assert!(!rt.block_on(resolves_public("name.invalid")));
         assert!(same_origin("http://127.0.0.1:2583/", "http://127.0.0.1:2583"));
         let doc = json!({"service": [{"id": "did:plc:a#atproto_pds", "serviceEndpoint": "https://pds.example.com/"}]});
         assert_eq!(

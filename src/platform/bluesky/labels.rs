@@ -163,12 +163,20 @@ pub(super) async fn did_document(did: &str, plc_directory: &str) -> Result<serde
     let url = if did.starts_with("did:plc:") {
         format!("{}/{did}", plc_directory.trim_end_matches('/'))
     } else if let Some(host) = did.strip_prefix("did:web:") {
+        // Anyone can name any host in a did:web: only one that resolves to public addresses is
+        // asked (and no redirect is followed).
+        if !super::absence::resolves_public(host).await {
+            return Err(PlatformError::Fatal(format!(
+                "{did}: its host does not resolve to public addresses only"
+            )));
+        }
         format!("https://{host}/.well-known/did.json")
     } else {
         return Err(PlatformError::Fatal(format!("{did}: not a did:plc or did:web")));
     };
     let http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| PlatformError::Fatal(e.to_string()))?;
     let resp = http

@@ -122,9 +122,12 @@ pub const CREATE_POINTS: u32 = 3;
 
 impl Xrpc {
     pub fn new(config: &BlueskyConfig, password: Secret, store: Option<Store>) -> Result<Xrpc, XrpcError> {
+        // XRPC answers are never redirects; following one could take a request (to an author's
+        // PDS, named by its DID document) somewhere else.
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(crate::USER_AGENT)
             .build()
             .map_err(|e| XrpcError::Network {
