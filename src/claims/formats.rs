@@ -19,8 +19,10 @@ use super::Entry;
 use crate::model::{ClaimReview, ReviewSource};
 
 /// A piece of a JSON document (an item of its array, an element of a `DataFeed`, the top
-/// object's own fields) read at most: the document is streamed, one piece held at a time.
-pub const MAX_JSON_PIECE_BYTES: u64 = 64 << 20;
+/// object's own fields) read at most: the document is streamed, one piece held at a time. A
+/// parsed piece can take 10–16 times its bytes (`[0,0,…]` as values), so 8 MiB — a review is a
+/// few KiB — keeps one piece's memory near 128 MiB at worst.
+pub const MAX_JSON_PIECE_BYTES: u64 = 8 << 20;
 /// A JSONL line or CSV record read at most.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// Characters of a claim, rating, headline or name kept.

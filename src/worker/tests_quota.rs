@@ -50,8 +50,10 @@ async fn the_askers_rechecks_wait_one_at_a_time_cool_down_and_stop_when_they_fin
     b.worker.living.max_idle_rechecks = 2;
     // The asker's hourly window is not what this test is about.
     b.worker.limits.checks_per_requester_per_hour = 50;
-    let mut config = crate::config::ModerationConfig::default();
-    config.mastodon_moderators = vec!["mod".into()];
+    let config = crate::config::ModerationConfig {
+        mastodon_moderators: vec!["mod".into()],
+        ..Default::default()
+    };
     b.worker.moderation = crate::moderation::Moderation::new(config, b.worker.store.clone());
     let id = b.add(mention("1"));
     let first = b.run(&id).await;

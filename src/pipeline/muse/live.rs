@@ -20,11 +20,15 @@ use crate::credibility::Credibility;
 use crate::fetch::Fetcher;
 use crate::model::{ClaimMatch, ClaimReview, DropReason, Tier};
 
+/// The one rule for what a reply may cite (`Muse::citable`): a URL → where it landed and its
+/// tier, or why not.
+pub type Citable<'a> = dyn Fn(&str) -> Result<(String, Tier), DropReason> + Sync + 'a;
+
 /// What reading a match's page needs: the Muse's fetcher, fact-checker table and citing rule.
 pub struct Reader<'a> {
     pub fetcher: &'a Fetcher,
     pub credibility: &'a Credibility,
-    pub citable: &'a (dyn Fn(&str) -> Result<(String, Tier), DropReason> + Sync),
+    pub citable: &'a Citable<'a>,
 }
 
 /// Fetches a same-claim match's review page; when it lands on a citable page of the same

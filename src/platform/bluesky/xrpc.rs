@@ -353,6 +353,7 @@ impl Xrpc {
             .await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn send<T: DeserializeOwned>(
         &self,
         what: &'static str,
