@@ -36,6 +36,14 @@ impl Store {
         Ok(None)
     }
 
+    /// Marks a kept answer as fresh again from `at` (a re-check's label just put on): the
+    /// follower looks at its post every round for the next hour, as after the first answer.
+    pub fn mark_fresh(&self, job_id: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+        self.living
+            .insert(format!("fresh:{job_id}"), at.to_rfc3339().as_bytes())?;
+        Ok(())
+    }
+
     /// Kept answers created after `since`, open ones only (the follower looks at these every
     /// round, so an edit soon after an answer or a label is met within one interval, not one
     /// whole cycle over every kept answer); entries older than `since` are dropped as met.

@@ -88,6 +88,10 @@ impl Run<'_> {
     /// The label recorded in the kept answer — or, when it closed meanwhile (a withdrawal
     /// racing the call), the values just created negated again.
     async fn record_or_undo(&self, job: &Job) -> Result<(), StageError> {
+        if let Some(of) = super::recheck::of(job) {
+            // Looked at again soon: an edit right after the label is met within a round.
+            self.worker.store.mark_fresh(of, chrono::Utc::now())?;
+        }
         if !self.record_label(job)? {
             if let Some(label) = job.label.as_ref() {
                 tracing::info!(uri = %label.uri, "the answer closed while its label was emitted; negated again");

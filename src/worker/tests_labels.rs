@@ -155,6 +155,12 @@ async fn a_changed_verdict_moves_the_label_and_a_withdrawal_negates_it() {
     let id = b.add(mention("1"));
     assert_eq!(b.run(&id).await.status, Status::Done);
 
+    // The first answer's hour is over (its fresh mark dropped).
+    b.worker
+        .store
+        .fresh_kept(chrono::Utc::now() + chrono::Duration::seconds(1))
+        .unwrap();
+    let relabelled = chrono::Utc::now() + chrono::Duration::seconds(1);
     // The facts change: a re-check moves the label in one event, and posts nothing.
     *answer.lock().unwrap() = RIGHT.into();
     let k = kept(&b, &id);
@@ -176,6 +182,15 @@ async fn a_changed_verdict_moves_the_label_and_a_withdrawal_negates_it() {
     assert!(b.double.texts().is_empty(), "{:?}", b.double.texts());
     let k = kept(&b, &id);
     assert_eq!(k.label.as_ref().map(|l| l.0), Some(LabelValue::Accurate));
+    // The post is looked at every round for the next hour, as after the first answer (whose
+    // hour was spent above, before the re-check).
+    assert!(b
+        .worker
+        .store
+        .fresh_kept(relabelled - chrono::Duration::seconds(1))
+        .unwrap()
+        .iter()
+        .any(|k| k.job_id == id));
     assert_eq!(k.verdict, Some(crate::model::Verdict::Accurate));
     assert_eq!(b.double.labels_on("100"), [LabelValue::Accurate]);
 

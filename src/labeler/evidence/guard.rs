@@ -19,7 +19,9 @@
 //!
 //! **Handles.** A resolved handle (or one that does not resolve) is remembered for
 //! [`HANDLE_TTL`], at most [`MAX_HANDLES`] of them (the oldest forgotten first); a failed
-//! resolution is not remembered. A resolution costs the client [`RESOLVE_COST`] requests.
+//! resolution is not remembered. A resolution costs the client [`RESOLVE_COST`] requests, and
+//! all visitors together get [`RESOLUTIONS_PER_SECOND`] (bursts of ten): resolutions go through
+//! the bot's own Bluesky client, whose request budget its replies need.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -40,6 +42,9 @@ pub(super) const PER_CLIENT: u32 = 5;
 pub(super) const CLIENT_BURST: u32 = 20;
 /// What resolving a handle costs the client that named it, in requests.
 pub(super) const RESOLVE_COST: u32 = 4;
+/// Handle resolutions a second for all visitors together: they go through the bot's own Bluesky
+/// client and its request budget, which replies need.
+pub(super) const RESOLUTIONS_PER_SECOND: u32 = 1;
 /// Requests between two clean-ups of the clients' table.
 const HOUSEKEEPING_EVERY: u64 = 256;
 /// Clients with a recent request past which no new one is added.
@@ -62,6 +67,7 @@ pub(super) fn client_quota() -> Quota {
 pub(super) struct Limits {
     clients: DefaultKeyedRateLimiter<IpAddr>,
     all: DefaultDirectRateLimiter,
+    resolutions: DefaultDirectRateLimiter,
     requests: AtomicU64,
     crowded: AtomicBool,
 }
@@ -72,6 +78,9 @@ impl Limits {
         Limits {
             clients: RateLimiter::keyed(client),
             all: RateLimiter::direct(Quota::per_second(nz(PER_SECOND)).allow_burst(nz(PER_SECOND * 2))),
+            resolutions: RateLimiter::direct(
+                Quota::per_second(nz(RESOLUTIONS_PER_SECOND)).allow_burst(nz(RESOLUTIONS_PER_SECOND * 10)),
+            ),
             requests: AtomicU64::new(0),
             crowded: AtomicBool::new(false),
         }
@@ -97,10 +106,12 @@ impl Limits {
     /// Takes `n` more requests from `client`'s allowance (a handle's resolution); false when it
     /// has not that many left.
     pub(super) fn charge(&self, client: IpAddr, n: u32) -> bool {
-        if self.crowded.load(Ordering::Relaxed) {
-            return self.all.check_n(nz(n)).is_ok_and(|r| r.is_ok());
-        }
-        self.clients.check_key_n(&client, nz(n)).is_ok_and(|r| r.is_ok())
+        let own = if self.crowded.load(Ordering::Relaxed) {
+            self.all.check_n(nz(n)).is_ok_and(|r| r.is_ok())
+        } else {
+            self.clients.check_key_n(&client, nz(n)).is_ok_and(|r| r.is_ok())
+        };
+        own && self.resolutions.check().is_ok()
     }
 
     #[cfg(test)]

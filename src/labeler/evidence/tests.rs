@@ -197,6 +197,22 @@ async fn one_client_over_its_limit_is_refused_while_another_is_served() {
     );
 }
 
+#[tokio::test]
+async fn visitors_together_resolve_a_few_handles_a_second_whatever_their_addresses() {
+    let (e, _) = pages(guard::CLIENT_BURST);
+    // Fresh handles from fresh addresses: each client's allowance is untouched, but the
+    // resolutions go through the bot's own client, so all of them share one small ceiling.
+    let mut refused = 0;
+    for n in 0..20u32 {
+        let client = format!("198.51.100.{}", 10 + n);
+        if get(&e, &client, &link(&format!("v{n}.test"), RKEY)).await.0 == StatusCode::TOO_MANY_REQUESTS {
+            refused += 1;
+        }
+    }
+    let burst = guard::RESOLUTIONS_PER_SECOND * 10;
+    assert!(refused >= 20 - burst as usize - 1, "{refused} of 20 refused");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_a_loopback_proxy_each_forwarded_client_has_its_own_allowance() {
     let (e, _) = pages(guard::CLIENT_BURST);
