@@ -1134,18 +1134,27 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
     assert!(out.contains("#atproto_label key is"), "{out}");
     let again = String::from_utf8_lossy(&setup().stdout).to_string();
     assert!(again.contains("declaration: unchanged"), "{again}");
-    let services: Value = reqwest::Client::new()
-        .get(format!(
-            "{}/xrpc/app.bsky.labeler.getServices",
-            net.appview.as_ref().unwrap()
-        ))
-        .query(&[("dids", labeler.did.as_str()), ("detailed", "true")])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    // The AppView indexes the declaration from the firehose a moment after the write: ask
+    // until it has (a fixed read raced the indexer in CI and saw `{"views":[]}`).
+    let mut services = Value::Null;
+    for _ in 0..150 {
+        services = reqwest::Client::new()
+            .get(format!(
+                "{}/xrpc/app.bsky.labeler.getServices",
+                net.appview.as_ref().unwrap()
+            ))
+            .query(&[("dids", labeler.did.as_str()), ("detailed", "true")])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if services["views"].as_array().is_some_and(|v| !v.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let defs = &services["views"][0]["policies"]["labelValueDefinitions"];
     assert_eq!(defs.as_array().map(Vec::len), Some(4), "{services}");
     assert!(
