@@ -162,6 +162,43 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                 reconnect_max: Duration::from_secs(config.mastodon.reconnect_max_secs),
             },
         ));
+        let reports = &config.moderation.reports;
+        if reports.enabled {
+            let wake = source.reports_wake.clone();
+            if !reports.webhook_listen.is_empty() {
+                let secret = secret::resolve(
+                    "moderation.reports.webhook_secret",
+                    &reports.webhook_secret_env,
+                    &reports.webhook_secret_file,
+                    true,
+                )?
+                .expect("a required secret");
+                let listener = tokio::net::TcpListener::bind(&reports.webhook_listen)
+                    .await
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "moderation.reports.webhook_listen: cannot listen on {}: {e} — pick a free host:port",
+                            reports.webhook_listen
+                        )
+                    })?;
+                tracing::info!(listen = %reports.webhook_listen, "Mastodon's report.created webhook is received here");
+                let (wake, metrics, stop) = (wake.clone(), metrics.clone(), shutdown.clone());
+                background.spawn(async move {
+                    if let Err(e) = crate::webhook::serve(listener, secret, wake, metrics, stop).await {
+                        tracing::error!(error = %e, "the report webhook's listener failed");
+                    }
+                });
+            }
+            sources.push(Source::MastodonReports(
+                crate::platform::mastodon::reports::ReportWatch {
+                    client: source.client.clone(),
+                    bot: source.bot.clone(),
+                    every: Duration::from_secs(reports.poll_secs),
+                    max_age: chrono::Duration::hours(reports.max_age_hours as i64),
+                    wake,
+                },
+            ));
+        }
         sources.push(Source::Mastodon(source));
     }
     if let Some(password) = bluesky_password {
@@ -181,6 +218,19 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             ));
         } else {
             tracing::info!("bluesky.mode = \"firehose\": watched hashtags need an AppView's search and are not followed on Bluesky");
+        }
+        let reports = &config.moderation.reports;
+        if reports.enabled && b.labeler.enabled {
+            sources.push(Source::BlueskyReports(
+                crate::platform::bluesky::reports::OzoneReports {
+                    xrpc: bluesky.xrpc.clone(),
+                    bot: bluesky.bot.clone(),
+                    every: Duration::from_secs(reports.poll_secs),
+                    max_age: chrono::Duration::hours(reports.max_age_hours as i64),
+                },
+            ));
+        } else if reports.enabled {
+            tracing::info!("moderation.reports: Bluesky's reports reach a labeler's Ozone, and bluesky.labeler.enabled is off: only Mastodon's are followed");
         }
         platforms.insert(Platform::Bluesky(bluesky));
         sources.push(Source::Bluesky(source));

@@ -1,6 +1,7 @@
 //! The loopback HTTP listener: `/healthz` (per-platform connection state and per-backend
-//! search health; 200 when every platform is connected and no search backend has failed
-//! `FAILING_AFTER` times in a row, else 503) and `/metrics` (Prometheus text).
+//! search health, each report reader's state; 200 when every platform is connected, no search
+//! backend has failed `FAILING_AFTER` times in a row and every report reader is following,
+//! else 503) and `/metrics` (Prometheus text).
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -33,7 +34,10 @@ async fn healthz(State(m): State<SharedMetrics>) -> impl IntoResponse {
         .filter(|(_, h)| h.failures_in_a_row >= FAILING_AFTER)
         .map(|(b, _)| b)
         .collect();
-    let ok = !states.is_empty() && states.values().all(|s| *s == ConnState::Connected) && failing.is_empty();
+    let reports = m.report_readers();
+    let readers_ok = reports.values().all(|r| r["state"] == "following");
+    let ok =
+        !states.is_empty() && states.values().all(|s| *s == ConnState::Connected) && failing.is_empty() && readers_ok;
     let body = serde_json::json!({
         "status": if ok { "ok" } else { "degraded" },
         "platforms": states,
@@ -41,6 +45,7 @@ async fn healthz(State(m): State<SharedMetrics>) -> impl IntoResponse {
         "failing_search_backends": failing,
         "budget": m.budget_state(),
         "index_refresher": m.index_refresher_state(),
+        "reports": reports,
     });
     let code = if ok {
         StatusCode::OK

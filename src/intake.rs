@@ -218,7 +218,7 @@ impl Intake {
             Status::Pending => {
                 tracing::info!("trigger queued");
                 let queue = match job.trigger.cause {
-                    Cause::HashtagHit { .. } => &inner.queues.later,
+                    Cause::HashtagHit { .. } | Cause::Report { .. } => &inner.queues.later,
                     _ => &inner.queues.first,
                 };
                 if queue.try_send(job.id.clone()).is_err() {

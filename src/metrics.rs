@@ -42,6 +42,12 @@ pub struct TokenLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReportLabel {
+    pub platform: String,
+    pub event: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ErrorLabel {
     pub kind: String,
 }
@@ -101,6 +107,12 @@ pub struct Metrics {
     /// `{state: running|retrying, reason, since}`.
     pub index_refresher: Mutex<serde_json::Value>,
     pub search_backends: Mutex<BTreeMap<String, BackendHealth>>,
+    /// Reports by platform and event: seen (a reported post read from the queue), checked (a
+    /// finding written), noted (a finding delivered to the moderators), skipped_<reason>.
+    /// Counts only: never which post or who reported it.
+    pub reports: Family<ReportLabel, Counter>,
+    /// Each platform's report reader as `/healthz` shows it: `{state: following|forbidden|failing, reason}`.
+    pub report_readers: Mutex<BTreeMap<String, serde_json::Value>>,
 }
 
 pub type SharedMetrics = Arc<Metrics>;
@@ -188,6 +200,12 @@ impl Metrics {
             "Failed search requests (after retries), by backend and kind",
             search_failures.clone(),
         );
+        let reports = Family::<ReportLabel, Counter>::default();
+        registry.register(
+            "reports",
+            "Reported posts, by platform and event (seen|checked|noted|skipped_<reason>)",
+            reports.clone(),
+        );
         Arc::new(Metrics {
             registry,
             mentions_received,
@@ -209,6 +227,8 @@ impl Metrics {
             connections: Mutex::new(BTreeMap::new()),
             index_refresher: Mutex::new(serde_json::Value::Null),
             search_backends: Mutex::new(BTreeMap::new()),
+            reports,
+            report_readers: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -343,6 +363,29 @@ impl Metrics {
 
     pub fn budget_state(&self) -> serde_json::Value {
         self.budget.lock().expect("metrics lock").clone()
+    }
+
+    /// One report event (`seen`, `checked`, `noted`, `skipped_<reason>`).
+    pub fn report(&self, platform: &str, event: &str) {
+        self.reports
+            .get_or_create(&ReportLabel {
+                platform: platform.into(),
+                event: event.into(),
+            })
+            .inc();
+    }
+
+    /// A report reader's state for `/healthz`: `following`, `forbidden` (the token lacks the
+    /// role or scope: the reason says which) or `failing`.
+    pub fn set_report_reader(&self, platform: &str, state: &str, reason: Option<&str>) {
+        self.report_readers.lock().expect("metrics lock").insert(
+            platform.into(),
+            serde_json::json!({"state": state, "reason": reason, "since": chrono::Utc::now().to_rfc3339()}),
+        );
+    }
+
+    pub fn report_readers(&self) -> BTreeMap<String, serde_json::Value> {
+        self.report_readers.lock().expect("metrics lock").clone()
     }
 
     pub fn set_connection(&self, platform: &str, state: ConnState) {

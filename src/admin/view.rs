@@ -26,6 +26,8 @@ fn cause(c: &Cause) -> String {
         Cause::HashtagHit { tag } => format!("hashtag #{tag}"),
         Cause::ModeratorFlag { moderator } => format!("moderator {moderator}"),
         Cause::Command { command } => format!("command {}", command.as_str()),
+        // Moderators only (the page is loopback, signed in): the report's id on the platform.
+        Cause::Report { report } => format!("report {report}"),
         Cause::Recheck { of, why, .. } => format!("re-check ({}) of {of}", why.as_str()),
     }
 }
@@ -59,6 +61,11 @@ fn job_row(m: &Moderation, j: &Job) -> Value {
         "target": j.target.as_ref().map(|t| json!({"author": t.author, "text": excerpt(&t.text)})),
         "reply": j.draft.as_ref().map(|d| d.text.clone()).unwrap_or_default(),
         "first_url": j.first_url,
+        "finding": j.note.as_ref().map(|n| if n.pending() {
+            format!("finding: {} of {} delivered", n.delivered.len(), n.items.len())
+        } else {
+            "finding delivered to the moderators".to_string()
+        }),
     })
 }
 

@@ -15,6 +15,9 @@ pub struct BudgetConfig {
     /// Share of the day's budget after which hashtag auto-replies stop; mentions go on to
     /// the whole budget, then each requester gets one "out of budget today" notice.
     pub hashtag_share: f64,
+    /// Share of the day's budget after which reported posts wait for the next day (their
+    /// findings go to moderators; mentions go on to the whole budget).
+    pub report_share: f64,
     /// Price per million tokens, by model name. Every token (the vision model's too) is
     /// counted at `[llm] model`'s price.
     pub prices: BTreeMap<String, Price>,
@@ -35,6 +38,7 @@ impl Default for BudgetConfig {
             daily_tokens: 0,
             daily_cost: 0.0,
             hashtag_share: 0.8,
+            report_share: 0.8,
             prices: BTreeMap::new(),
         }
     }

@@ -10,6 +10,7 @@ mod images;
 mod labeler;
 mod living;
 mod moderation;
+mod reports;
 mod validate;
 
 pub use admin::AdminConfig;
@@ -20,6 +21,7 @@ pub use images::{ImagesConfig, VisionConfig};
 pub use labeler::{Channel, Confidence, LabelerConfig};
 pub use living::{duration, Corrections, LivingConfig};
 pub use moderation::ModerationConfig;
+pub use reports::{ReportChannel, ReportsConfig};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

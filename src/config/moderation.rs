@@ -34,6 +34,8 @@ pub struct ModerationConfig {
     pub review: Vec<String>,
     /// Seconds a held draft waits for a decision before it is dropped.
     pub review_expiry_secs: u64,
+    /// `[moderation.reports]`: the posts people report to moderators, checked for them.
+    pub reports: super::ReportsConfig,
 }
 
 impl Default for ModerationConfig {
@@ -49,6 +51,7 @@ impl Default for ModerationConfig {
             blocked_domains: Vec::new(),
             review: Vec::new(),
             review_expiry_secs: 86_400,
+            reports: super::ReportsConfig::default(),
         }
     }
 }

@@ -64,6 +64,47 @@ pub(super) fn eval(c: &Config, p: &mut Problems) {
     }
 }
 
+/// `[moderation.reports]`.
+fn reports(c: &Config, p: &mut Problems) {
+    let r = &c.moderation.reports;
+    if r.poll_secs < 5 || r.poll_secs > 86_400 {
+        p.bad(
+            "moderation.reports.poll_secs",
+            format!("is {}", r.poll_secs),
+            "read the report queue every 5 to 86400 seconds (60 is the default)",
+        );
+    }
+    if r.max_age_hours == 0 || r.max_age_hours > 24 * 365 {
+        p.bad(
+            "moderation.reports.max_age_hours",
+            format!("is {}", r.max_age_hours),
+            "check reports up to 1 to 8760 hours old (24 is the default)",
+        );
+    }
+    if !r.webhook_listen.is_empty() && r.webhook_listen.parse::<std::net::SocketAddr>().is_err() {
+        p.bad(
+            "moderation.reports.webhook_listen",
+            format!("is `{}`", r.webhook_listen),
+            "give host:port such as 127.0.0.1:8092 (behind the reverse proxy Mastodon reaches), or \"\" for none",
+        );
+    }
+    if !r.webhook_listen.is_empty() && r.webhook_secret_env.is_empty() && r.webhook_secret_file.is_empty() {
+        p.bad(
+            "moderation.reports.webhook_secret_env",
+            "and webhook_secret_file are both empty".into(),
+            "name the environment variable or file holding the secret Mastodon showed for the webhook",
+        );
+    }
+    if !r.webhook_listen.is_empty() && c.mastodon.access_token_env.is_empty() && c.mastodon.access_token_file.is_empty()
+    {
+        p.bad(
+            "moderation.reports.webhook_listen",
+            "is set without a Mastodon account".into(),
+            "the webhook only wakes the Mastodon report reader: configure [mastodon] or set webhook_listen = \"\"",
+        );
+    }
+}
+
 /// `[budget]`.
 pub(super) fn budget(c: &Config, p: &mut Problems) {
     let b = &c.budget;
@@ -72,6 +113,13 @@ pub(super) fn budget(c: &Config, p: &mut Problems) {
             "budget.hashtag_share",
             format!("is {}", b.hashtag_share),
             "set a share above 0 and at most 1, e.g. 0.8 (hashtag replies stop at 80 % of the day's budget)",
+        );
+    }
+    if !(b.report_share > 0.0 && b.report_share <= 1.0) {
+        p.bad(
+            "budget.report_share",
+            format!("is {}", b.report_share),
+            "set a share above 0 and at most 1, e.g. 0.8 (reported posts wait at 80 % of the day's budget)",
         );
     }
     if !(b.daily_cost >= 0.0 && b.daily_cost.is_finite()) {
@@ -101,6 +149,7 @@ pub(super) fn budget(c: &Config, p: &mut Problems) {
 
 /// `[moderation]`.
 pub(super) fn moderation(c: &Config, p: &mut Problems) {
+    reports(c, p);
     let m = &c.moderation;
     if !(1..=3600).contains(&m.hashtag_poll_secs) {
         p.bad(

@@ -29,6 +29,8 @@ fn channel(config: &LabelerConfig, cause: &Cause, tag: Option<Channel>) -> Chann
         Cause::Mention => config.mentions,
         Cause::HashtagHit { .. } => tag.unwrap_or(config.hashtags),
         Cause::ModeratorFlag { .. } => config.flags,
+        // A report's channel comes from `[moderation.reports] channel`.
+        Cause::Report { .. } => tag.unwrap_or(Channel::Reply),
         Cause::Command { .. } | Cause::Recheck { .. } => Channel::Reply,
     }
 }

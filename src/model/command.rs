@@ -1,7 +1,7 @@
 //! What a mention can ask of the bot besides a check: a moderator's command (`watch #tag`,
 //! `unwatch #tag`, `check <post URL>`, `pause`, `resume`, `status`, `approve <id>`,
 //! `reject <id>`, `withdraw[: reason]`, `label` and `unlabel` under the bot's answer, `watch
-//! #tag label|reply|both`), the asker's or a moderator's
+//! #tag label|reply|both`, `reports on|off`), the asker's or a moderator's
 //! `recheck` (under the answer or the checked post), or anyone's opt-out (`stop`) and opt-in
 //! (`start`). Parsed from the mention's
 //! plain text: the leading `@handles` are dropped and what is left must be exactly one command
@@ -42,6 +42,9 @@ pub enum Command {
     Label,
     /// Negate the bot's label on the checked post, keeping any reply (a moderator).
     Unlabel,
+    /// Follow the platform's reports (`reports on`) or stop following them (`reports off`), a
+    /// moderator's switch over `[moderation.reports] enabled`.
+    Reports(bool),
     /// A moderator's mention that starts with a command word but does not parse
     /// (`watch #a #b`, `approve` without an id): answered with how to write it.
     Unclear(String),
@@ -65,6 +68,7 @@ impl Command {
             Command::WatchAs(..) => "watch",
             Command::Label => "label",
             Command::Unlabel => "unlabel",
+            Command::Reports(_) => "reports",
             Command::Unclear(_) => "unclear",
         }
     }
@@ -89,6 +93,8 @@ impl Command {
             ("watch", Some(a), 2) => Command::Watch(tag(a)?),
             ("watch", Some(a), 3) => Command::WatchAs(tag(a)?, super::label::Channel::parse(words[2])?),
             ("label", None, 1) => Command::Label,
+            ("reports", Some(a), 2) if a.eq_ignore_ascii_case("on") => Command::Reports(true),
+            ("reports", Some(a), 2) if a.eq_ignore_ascii_case("off") => Command::Reports(false),
             ("unlabel", None, 1) => Command::Unlabel,
             ("unwatch", Some(a), 2) => Command::Unwatch(tag(a)?),
             ("check", Some(a), 2) => Command::Check(address(a)?),
@@ -119,7 +125,7 @@ pub fn attempted(text: &str) -> Option<&'static str> {
         .trim_end_matches(['.', '!', '?', ',', ';', ':'])
         .to_lowercase();
     [
-        "watch", "unwatch", "pause", "resume", "status", "approve", "reject", "unlabel",
+        "watch", "unwatch", "pause", "resume", "status", "approve", "reject", "unlabel", "reports",
     ]
     .into_iter()
     .find(|v| *v == word)

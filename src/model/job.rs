@@ -122,6 +122,8 @@ pub enum Stage {
     /// A debate checks the draft against its evidence (may revise or withdraw it).
     Verify,
     Compose,
+    /// A report's finding delivered to the moderators (`Cause::Report` only).
+    Note,
     /// The draft waits for a moderator's approval (only when its trigger's kind is reviewed).
     Review,
     /// The verdict as a label on the checked post (Bluesky labeler mode, by policy).
@@ -136,6 +138,7 @@ impl Stage {
             Stage::Draft => "draft",
             Stage::Verify => "verify",
             Stage::Compose => "compose",
+            Stage::Note => "note",
             Stage::Review => "review",
             Stage::Label => "label",
             Stage::Post => "post",
@@ -174,6 +177,9 @@ pub struct Job {
     /// The label compose decided on (Bluesky labeler mode), until and after it is emitted.
     #[serde(default)]
     pub label: Option<super::label::JobLabel>,
+    /// A report's finding for the moderators, until and after it is delivered.
+    #[serde(default)]
+    pub note: Option<super::report::Note>,
     /// Ids of the parts confirmed posted, in order.
     pub posted: Vec<String>,
     /// The public URL of the first part, once posted (kept for the "already answered" pointer
@@ -203,6 +209,7 @@ impl Job {
             verification: None,
             review: None,
             label: None,
+            note: None,
             posted: Vec::new(),
             first_url: None,
             trace: Vec::new(),
@@ -221,6 +228,8 @@ impl Job {
             (Some(_), None, _) => Some(Stage::Draft),
             (Some(_), Some(_), None) if !verified => Some(Stage::Verify),
             (Some(_), Some(_), None) => Some(Stage::Compose),
+            // The moderators hear of a report first, before any public step (held or not).
+            (Some(_), Some(_), Some(_)) if self.note.as_ref().is_some_and(|n| n.pending()) => Some(Stage::Note),
             (Some(_), Some(_), Some(_)) if self.review.as_ref().is_some_and(|r| r.decision.is_none()) => {
                 Some(Stage::Review)
             }

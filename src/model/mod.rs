@@ -16,6 +16,7 @@ mod living;
 mod moderation;
 mod post;
 pub mod rating;
+mod report;
 mod retrieval;
 mod review;
 mod trigger;
@@ -35,6 +36,7 @@ pub use living::{ClaimVector, Kept, Recalled, UpdateRecord};
 pub use moderation::{OptOut, Spend, TagPolicy, TagWatch};
 pub use post::{account_key, Media, MediaKind, PlatformKind, Post, Visibility};
 pub use rating::RatingHint;
+pub use report::{Note, NoteItem};
 pub use retrieval::{
     Candidate, ContextFinding, ContextPage, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage,
     Retrieval, StepTrace, Tier,

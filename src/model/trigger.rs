@@ -21,6 +21,12 @@ pub enum Cause {
     /// A mention that gives the bot a command (a moderator's, or anyone's `stop`/`start`):
     /// answered with an acknowledgement, never a check.
     Command { command: Command },
+    /// A post people reported to the platform's moderators (a Mastodon admin report, a report
+    /// in the bot's labeler's Ozone queue): nobody public asked. The finding goes to the
+    /// moderators; `report` is the platform's id of the first report that named the post (the
+    /// link in the moderators' note), never shown publicly. The trigger's `author` is the
+    /// reporter, kept only as a key for bounds; the report's comment is never kept.
+    Report { report: String },
     /// A re-check of an answered post (`living`): the trigger copies the answered one's
     /// (target, author, language); `of` is the answering job, `n` the timer's number, `asked`
     /// whether that answer had a requester (it is addressed again, and nobody else).
@@ -39,6 +45,7 @@ impl Cause {
             Cause::HashtagHit { .. } => "hashtag",
             Cause::ModeratorFlag { .. } => "moderator",
             Cause::Command { .. } => "command",
+            Cause::Report { .. } => "report",
             Cause::Recheck { .. } => "recheck",
         }
     }
@@ -162,7 +169,9 @@ impl Trigger {
         match self.cause {
             Cause::Mention | Cause::Command { .. } => Some(&self.author),
             Cause::Recheck { asked: true, .. } => Some(&self.author),
-            Cause::HashtagHit { .. } | Cause::ModeratorFlag { .. } | Cause::Recheck { .. } => None,
+            Cause::HashtagHit { .. } | Cause::ModeratorFlag { .. } | Cause::Report { .. } | Cause::Recheck { .. } => {
+                None
+            }
         }
     }
 
@@ -176,6 +185,8 @@ impl Trigger {
             Cause::HashtagHit { .. } => format!("{p}:tag:{}", self.event_id),
             Cause::ModeratorFlag { .. } => format!("{p}:mod:{}", self.event_id),
             Cause::Command { .. } => format!("{p}:cmd:{}", self.event_id),
+            // The reported post's id: however many reports name it, one job.
+            Cause::Report { .. } => format!("{p}:report:{}", self.event_id),
         }
     }
 }

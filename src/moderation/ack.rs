@@ -47,6 +47,7 @@ pub fn status(
     paused: bool,
     opted_out: usize,
     show_ids: bool,
+    reports: Option<ReportsStatus>,
 ) -> String {
     let tags: Vec<String> = watches.iter().map(|w| format!("#{}", w.tag)).collect();
     let mut text = say(
@@ -63,7 +64,30 @@ pub fn status(
         text.push(' ');
         text.push_str(&say(lang, "ack_status_ids_elsewhere", ()));
     }
+    // Only in a private acknowledgement: counts of reported posts are the moderators' business.
+    if let (true, Some(r)) = (show_ids, reports) {
+        text.push('\n');
+        text.push_str(&say(
+            lang,
+            "ack_status_reports",
+            context! { on => r.on, open => r.open, pending => r.pending },
+        ));
+    }
     text
+}
+
+/// What `status` says of reports: followed or not, reported posts being checked, findings
+/// not yet delivered.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportsStatus {
+    pub on: bool,
+    pub open: usize,
+    pub pending: usize,
+}
+
+/// `reports on|off`: what the bot does with reports now.
+pub fn reports(lang: &str, on: bool) -> String {
+    say(lang, if on { "ack_reports_on" } else { "ack_reports_off" }, ())
 }
 
 pub fn stop(lang: &str) -> String {
@@ -108,32 +132,6 @@ pub fn approved(lang: &str, id: &str) -> String {
 
 pub fn rejected(lang: &str, id: &str) -> String {
     say(lang, "ack_rejected", context! { id })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn acknowledgements_speak_the_askers_language() {
-        assert_eq!(
-            pause("en", true),
-            "Paused: hashtag auto-replies stop until `resume`; mentions are still answered."
-        );
-        assert!(pause("de", true).starts_with("Pausiert"));
-        assert_eq!(
-            usage("en", "watch"),
-            "I did not understand that command. Write it alone after my handle: watch #tag (one tag)."
-        );
-        assert!(
-            usage("ja", "approve").contains("approve <下書きID>"),
-            "{}",
-            usage("ja", "approve")
-        );
-        let p = TagPolicy::default();
-        assert!(watch("es", "vote", true, &p).starts_with("Sigo #vote"));
-        assert!(status("nl", &[], &["a".into()], true, 1, false).ends_with("Hun id's staan op de beheerpagina."));
-    }
 }
 
 /// `recheck`: set, or why the answer can be updated no more (`gone`: deleted).
@@ -185,4 +183,30 @@ pub fn label_none(lang: &str) -> String {
 /// `label`/`unlabel` where labels are off (Mastodon, or the labeler not enabled).
 pub fn labels_off(lang: &str) -> String {
     say(lang, "ack_labels_off", ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acknowledgements_speak_the_askers_language() {
+        assert_eq!(
+            pause("en", true),
+            "Paused: hashtag auto-replies stop until `resume`; mentions are still answered."
+        );
+        assert!(pause("de", true).starts_with("Pausiert"));
+        assert_eq!(
+            usage("en", "watch"),
+            "I did not understand that command. Write it alone after my handle: watch #tag (one tag)."
+        );
+        assert!(
+            usage("ja", "approve").contains("approve <下書きID>"),
+            "{}",
+            usage("ja", "approve")
+        );
+        let p = TagPolicy::default();
+        assert!(watch("es", "vote", true, &p).starts_with("Sigo #vote"));
+        assert!(status("nl", &[], &["a".into()], true, 1, false, None).ends_with("Hun id's staan op de beheerpagina."));
+    }
 }

@@ -293,6 +293,9 @@ impl Moderation {
         if self.opted_out(t.platform, handle, id) {
             return Some(SkipReason::OptedOut);
         }
+        if matches!(t.cause, Cause::Report { .. }) {
+            return (!self.reports_on(t.platform)).then(|| SkipReason::Policy("reports are off".into()));
+        }
         let Cause::HashtagHit { tag } = &t.cause else {
             return None;
         };
@@ -434,6 +437,10 @@ impl Moderation {
                 format!("{watched} {}", ack::channel(lang, *channel))
             }
             Command::Unwatch(tag) => ack::unwatch(lang, tag, self.store.unwatch(platform, tag)?),
+            Command::Reports(on) => {
+                self.store.set_reports_off(platform, !on)?;
+                ack::reports(lang, self.reports_on(platform))
+            }
             Command::Pause => ack::pause(lang, self.store.set_paused(platform, true)?),
             Command::Resume => ack::resume(lang, self.store.set_paused(platform, false)?),
             Command::Status => ack::status(
@@ -450,6 +457,7 @@ impl Moderation {
                 self.store.opt_outs().iter().filter(|o| o.platform == platform).count(),
                 // Mastodon's acknowledgement is a direct message; Bluesky's a public reply.
                 platform == PlatformKind::Mastodon,
+                Some(self.reports_status(platform)?),
             ),
             Command::Stop => {
                 let out = OptOut {
@@ -535,6 +543,31 @@ impl Moderation {
         })
     }
 
+    /// Reported posts on `platform` whose job is still running, and those of them whose
+    /// finding is not yet delivered.
+    fn reports_status(&self, platform: PlatformKind) -> Result<ack::ReportsStatus, StoreError> {
+        let jobs: Vec<_> = self
+            .store
+            .pending_jobs()?
+            .into_iter()
+            .filter(|j| j.trigger.platform == platform && matches!(j.trigger.cause, Cause::Report { .. }))
+            .collect();
+        Ok(ack::ReportsStatus {
+            on: self.reports_on(platform),
+            open: jobs.len(),
+            pending: jobs
+                .iter()
+                .filter(|j| j.note.is_none() || j.note.as_ref().is_some_and(|n| n.pending()))
+                .count(),
+        })
+    }
+
+    /// Whether reported posts on `platform` are checked: `[moderation.reports] enabled` and no
+    /// moderator's `reports off` since.
+    pub fn reports_on(&self, platform: PlatformKind) -> bool {
+        self.config.reports.enabled && !self.store.reports_off(platform)
+    }
+
     /// Whether a reply to this trigger waits for a moderator (`moderation.review`).
     pub fn needs_review(&self, cause: &Cause) -> bool {
         let kind = match cause {
@@ -542,6 +575,8 @@ impl Moderation {
             Cause::HashtagHit { .. } => "hashtag",
             Cause::ModeratorFlag { .. } => "moderator",
             Cause::Command { .. } => return false,
+            // A report's public reply is held by its own channel (`review`), not by this list.
+            Cause::Report { .. } => return false,
             // An update is held like the answer it updates: the asker's like a mention's, a
             // hashtag hit's or a flag's like a hit's.
             Cause::Recheck { asked: true, .. } => "mention",

@@ -22,6 +22,8 @@ pub enum Call {
     Label,
     /// The question whether a post the bot cannot read is deleted or hidden from it.
     Confirm,
+    /// A report finding's item delivered to the moderators.
+    Note,
 }
 
 pub struct Double {
@@ -45,6 +47,8 @@ pub struct Double {
     pub edit_langs: Mutex<Vec<String>>,
     /// Every label event accepted, in order.
     pub labels: Mutex<Vec<crate::model::JobLabel>>,
+    /// Report findings delivered, as (key, item), each key once.
+    pub notes: Mutex<Vec<(String, crate::model::NoteItem)>>,
     /// Posts that still exist (they stay in `posts`) but are hidden from the bot, as when their
     /// author blocks it: every read of the bot's misses them, [`Double::confirm_deleted`]
     /// finds them.
@@ -65,6 +69,7 @@ impl Double {
             langs: Mutex::default(),
             edit_langs: Mutex::default(),
             labels: Mutex::default(),
+            notes: Mutex::default(),
             hidden: Mutex::default(),
         }
     }
@@ -152,6 +157,16 @@ impl Double {
         self.edited.lock().unwrap().push((id.into(), text.into()));
         self.edit_langs.lock().unwrap().push(lang.into());
         Ok(())
+    }
+
+    /// A report finding's item, delivered once per key.
+    pub fn note(&self, item: &crate::model::NoteItem, key: &str) -> Result<String, PlatformError> {
+        self.scripted(Call::Note)?;
+        let mut notes = self.notes.lock().unwrap();
+        if !notes.iter().any(|(k, _)| k == key) {
+            notes.push((key.into(), item.clone()));
+        }
+        Ok(format!("n:{key}"))
     }
 
     pub fn emit_label(&self, label: &crate::model::JobLabel) -> Result<(), PlatformError> {

@@ -157,6 +157,47 @@ impl Platform {
         }
     }
 
+    /// Delivers one item of a report's finding to the platform's moderators (Mastodon: a
+    /// direct message part, under `previous`; Bluesky: an event on the subject in the
+    /// labeler's Ozone) and returns its id. `key` makes a repeat return the first delivery.
+    pub async fn deliver_note(
+        &self,
+        item: &crate::model::NoteItem,
+        target: &Post,
+        previous: &str,
+        key: &str,
+        lang: &str,
+    ) -> Result<String, PlatformError> {
+        use crate::model::NoteItem;
+        match (self, item) {
+            (Platform::Mastodon(m), NoteItem::Message(text)) => {
+                Ok(m.post(text, previous, Visibility::Direct, key, Some(lang)).await?.0)
+            }
+            (Platform::Mastodon(_), other) => Err(PlatformError::Fatal(format!(
+                "Mastodon has no {} for reports",
+                other.as_str()
+            ))),
+            (Platform::Bluesky(b), item) => {
+                let cid = target.version.clone().unwrap_or_default();
+                b.ozone_event(item, &target.id, &cid, key).await
+            }
+            (Platform::DryRun(_), _) => Ok(key.to_string()),
+            #[cfg(test)]
+            (Platform::Double(d), item) => d.note(item, key),
+        }
+    }
+
+    /// Where the platform's moderators open a report (Mastodon's admin page); `None` where
+    /// the finding sits on the report itself (Bluesky's Ozone).
+    pub fn report_link(&self, report: &str) -> Option<String> {
+        match self {
+            Platform::Mastodon(m) if !report.is_empty() => {
+                Some(format!("{}/admin/reports/{report}", m.client.base_url()))
+            }
+            _ => None,
+        }
+    }
+
     /// The posts of `ids` that are still there for the bot, in as few requests as the
     /// platform allows (the follower's round); one missing is deleted, hidden — or missing
     /// from a partial answer, so a caller confirms with [`Platform::resolve`] before acting.

@@ -116,6 +116,25 @@ impl Store {
         Ok(changed)
     }
 
+    /// Switches the reading of reports on `platform` off (`true`: a moderator's `reports off`)
+    /// or back on; `false` when nothing changed.
+    pub fn set_reports_off(&self, platform: PlatformKind, off: bool) -> Result<bool, StoreError> {
+        let key = format!("reports_off:{}", platform.as_str());
+        let changed = if off {
+            self.moderation.insert(key, &b"1"[..])?.is_none()
+        } else {
+            self.moderation.remove(key)?.is_some()
+        };
+        self.flush()?;
+        Ok(changed)
+    }
+
+    pub fn reports_off(&self, platform: PlatformKind) -> bool {
+        self.moderation
+            .contains_key(format!("reports_off:{}", platform.as_str()))
+            .unwrap_or(false)
+    }
+
     pub fn paused(&self, platform: PlatformKind) -> bool {
         self.moderation
             .contains_key(format!("paused:{}", platform.as_str()))

@@ -11,6 +11,7 @@ mod draft;
 mod label;
 mod post;
 mod recheck;
+mod report;
 mod resolve;
 #[cfg(test)]
 mod tests;
@@ -22,6 +23,8 @@ mod tests_lang;
 mod tests_living;
 #[cfg(test)]
 mod tests_quota;
+#[cfg(test)]
+mod tests_reports;
 #[cfg(test)]
 mod tests_status_lang;
 #[cfg(test)]
@@ -313,7 +316,9 @@ impl Run<'_> {
             Stage::Draft => self.draft(job).await,
             Stage::Verify => self.verify(job).await,
             Stage::Compose if recheck::of(job).is_some() => self.compose_recheck(job),
+            Stage::Compose if report::is_report(job) => self.compose_report(job),
             Stage::Compose => self.compose(job),
+            Stage::Note => self.note(job).await,
             Stage::Review => self.review(job),
             Stage::Label => self.label(job).await,
             Stage::Post => self.post(job).await,
@@ -465,6 +470,8 @@ impl Run<'_> {
 pub(crate) fn is_hit(job: &Job) -> bool {
     matches!(job.trigger.cause, crate::model::Cause::HashtagHit { .. })
 }
+
+pub(crate) use report::is_report;
 
 /// The checked post's id: what reply records are kept under (the thread may hang elsewhere).
 fn target_id(job: &Job) -> String {

@@ -65,7 +65,7 @@ impl Run<'_> {
             if let Some(reason) = self.no_longer_wanted(job) {
                 return Ok(StageOutcome::Skip(reason));
             }
-            if is_hit(job) {
+            if is_hit(job) || super::is_report(job) {
                 if let Some(earlier) = self.worker.store.reply_for(&job.target_key(&target_id(job)))? {
                     if earlier.job_id != job.id {
                         return Ok(StageOutcome::Skip(SkipReason::Policy("already answered".into())));

@@ -23,6 +23,9 @@ impl Run<'_> {
         if super::recheck::of(job).is_some() {
             return self.resolve_recheck(job).await;
         }
+        if super::is_report(job) {
+            return self.resolve_report(job).await;
+        }
         // Intake's rules again: a pause, an unwatch or an opt-out may have come since.
         if let Some(reason) = self.worker.moderation.triage(&job.trigger) {
             return Ok(StageOutcome::Skip(reason));

@@ -39,7 +39,7 @@ struct Declared {
 
 impl Bluesky {
     fn labeler_proxy(&self) -> String {
-        format!("{}#atproto_labeler", self.bot.did)
+        super::ozone::labeler_proxy(&self.bot.did)
     }
 
     /// The CID of the post at `uri` as the bot reads it now (what a label is put on).

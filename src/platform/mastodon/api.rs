@@ -156,6 +156,31 @@ pub struct Notification {
     pub status: Option<Status>,
 }
 
+/// A report as a moderator reads it (`Admin::Report`, `GET /api/v1/admin/reports`). Only what
+/// the bot acts on is read: the report's comment, category and rules are untrusted text that
+/// decides nothing, so they are not even deserialized.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AdminReport {
+    pub id: String,
+    #[serde(default)]
+    pub action_taken: bool,
+    pub created_at: DateTime<Utc>,
+    /// The reporter (an `Admin::Account`): a key for bounds only.
+    #[serde(default)]
+    pub account: Option<AdminAccount>,
+    /// The reported statuses (full `Status` entities); none when an account was reported.
+    #[serde(default)]
+    pub statuses: Vec<Status>,
+}
+
+/// The part of an `Admin::Account` the bot keeps: its id on the server (stable) and its name.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AdminAccount {
+    pub id: String,
+    #[serde(default)]
+    pub username: String,
+}
+
 /// The parts of `/api/v2/instance` (or v1) the bot needs.
 #[derive(Debug, Clone, Deserialize, Default)]
 pub struct Instance {

@@ -11,7 +11,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 
-use super::api::{Account, Instance, Notification, Status};
+use super::api::{Account, AdminReport, Instance, Notification, Status};
 use crate::config::MastodonConfig;
 use crate::model::Visibility;
 use crate::retry::{self, Transient};
@@ -290,6 +290,25 @@ impl MastodonClient {
         Ok(r.accounts.into_iter().find(|a| a.acct.eq_ignore_ascii_case(acct)))
     }
 
+    /// Open reports (`GET /api/v1/admin/reports`: unresolved ones, which is the default) newer
+    /// than `min_id` — the page right after it —, or the newest page when `min_id` is `None`.
+    /// Needs a role that may manage reports and the `admin:read:reports` scope (else 403).
+    pub async fn admin_reports(&self, min_id: Option<&str>, limit: u32) -> Result<Vec<AdminReport>, MastodonError> {
+        let mut query = vec![("limit", limit.to_string())];
+        if let Some(min) = min_id {
+            query.push(("min_id", min.to_string()));
+        }
+        self.request(
+            "admin_reports",
+            Method::GET,
+            "/api/v1/admin/reports",
+            &query,
+            None,
+            None,
+        )
+        .await
+    }
+
     /// Mention notifications newer than `min_id` (the page right after it), and the largest id of the whole page (other
     /// notification types included, from servers that ignore `types[]`), so a catch-up can move
     /// past a page with no mention in it.
@@ -336,9 +355,12 @@ impl MastodonClient {
     ) -> Result<Status, MastodonError> {
         let mut form = vec![
             ("status", text.to_string()),
-            ("in_reply_to_id", in_reply_to_id.to_string()),
             ("visibility", visibility.as_str().to_string()),
         ];
+        // A thread's first part (a direct message to moderators) replies to nothing.
+        if !in_reply_to_id.is_empty() {
+            form.push(("in_reply_to_id", in_reply_to_id.to_string()));
+        }
         // ISO 639: the status's language (servers and clients filter and translate by it).
         if let Some(l) = language.filter(|l| !l.is_empty()) {
             form.push(("language", status_language(l)));

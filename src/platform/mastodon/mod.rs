@@ -3,6 +3,7 @@
 pub mod api;
 pub mod client;
 pub mod hashtag;
+pub mod reports;
 pub mod stream;
 pub mod text;
 
@@ -88,6 +89,7 @@ impl Mastodon {
                 username: me.username.clone(),
             },
             reconnect_max: Duration::from_secs(config.reconnect_max_secs),
+            reports_wake: Default::default(),
         };
         Ok((
             Mastodon {

@@ -8,9 +8,11 @@
 //! and a disconnect then must not skip N+1); a catch-up runs after every (re)connect and every
 //! [`CATCH_UP_EVERY`] while connected, and moves the cursor past what it paged through.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
+use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +54,9 @@ pub struct MastodonSource {
     pub streaming_base: String,
     pub bot: BotIdentity,
     pub reconnect_max: Duration,
+    /// Woken by an `admin.report` notification (an account that may manage reports receives
+    /// one per new report): the report watch reads the queue at once instead of at its next poll.
+    pub reports_wake: Arc<Notify>,
 }
 
 impl MastodonSource {
@@ -147,6 +152,10 @@ impl MastodonSource {
         let Some(payload) = frame.payload else { return Ok(()) };
         match serde_json::from_str::<Notification>(&payload) {
             Ok(n) if n.kind == "mention" => self.accept(intake, n, Origin::Stream).await,
+            Ok(n) if n.kind == "admin.report" => {
+                self.reports_wake.notify_one();
+                Ok(())
+            }
             Ok(_) => Ok(()),
             Err(e) => {
                 tracing::warn!(error = %e, "skipping unreadable notification payload");
@@ -476,6 +485,7 @@ mod tests {
             streaming_base: String::new(),
             bot: bot(),
             reconnect_max: Duration::from_secs(1),
+            reports_wake: Default::default(),
         };
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(dir.path()).unwrap();

@@ -1,0 +1,214 @@
+//! Reported posts (`Cause::Report`) on the one stage machine: the resolve stage's rules for
+//! them, the finding the compose stage writes for the moderators, and the `Note` stage that
+//! delivers it — a direct message thread to the configured moderators on Mastodon (which has
+//! no API for report notes), events on the subject in the labeler's Ozone on Bluesky (a
+//! comment; an acknowledgement when a matched fact-check decided the verdict, an escalation
+//! when the bot could not verify it). Each item is delivered once: a stable key per item
+//! (`Idempotency-Key`, Ozone's `externalId`) and its id saved before the next.
+//!
+//! Confidential: nothing public says a post was reported or by whom. A public reply (by the
+//! `[moderation.reports] channel`) carries only a verdict, worded like a hashtag hit's, with
+//! no mention; the reporter is a key for bounds only; the report's comment never reaches the
+//! bot (the sources drop it), so it can steer nothing but which post is checked.
+
+use super::{Run, StageError, StageOutcome};
+use crate::compose;
+use crate::config::ReportChannel;
+use crate::model::{Job, Note, NoteItem, Outcome, SkipReason, Usage};
+
+/// Whether the job checks a reported post.
+pub(crate) fn is_report(job: &Job) -> bool {
+    matches!(job.trigger.cause, crate::model::Cause::Report { .. })
+}
+
+impl Run<'_> {
+    /// The resolve stage for a reported post: readable, public, not the bot's, not answered
+    /// yet, within the day's report share and the reporter's window (charged once per job) —
+    /// else skipped with the reason (counted), costing nothing more.
+    pub(super) async fn resolve_report(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        let platform = job.trigger.platform.as_str();
+        let skip = |reason: SkipReason| {
+            self.worker
+                .metrics
+                .report(platform, &format!("skipped_{}", reason.as_str()));
+            tracing::info!(why = ?reason, "a reported post is not checked");
+            Ok(StageOutcome::Skip(reason))
+        };
+        if let Some(reason) = self.worker.moderation.triage(&job.trigger) {
+            return skip(reason);
+        }
+        let budget = &self.worker.moderation.budget;
+        let used = budget.used();
+        if used > 0.0 && (used >= 1.0 || used >= budget.config.report_share) {
+            return skip(SkipReason::Policy("the day's budget share for reports is spent".into()));
+        }
+        let mut target = match self.platform.resolve(&job.trigger).await {
+            Ok(t) => t,
+            Err(crate::platform::PlatformError::Gone(e)) => return skip(SkipReason::TargetUnavailable(e)),
+            Err(e) => return super::unresolved(e),
+        };
+        target.language = crate::lang::of(target.language.as_deref(), &target.text);
+        if let Some(reason) = self.skip_reason(job, &target) {
+            return skip(reason);
+        }
+        let quote_private = target.quote.as_ref().is_some_and(|q| !q.visibility.is_public());
+        if !target.visibility.is_public() || quote_private {
+            return skip(SkipReason::Policy("not public".into()));
+        }
+        if self.worker.store.reply_for(&job.target_key(&target.id))?.is_some() {
+            return skip(SkipReason::Policy("already answered".into()));
+        }
+        // One reporter's flood is bounded by the window mentions use; the post is charged
+        // to the first reporter only (fifty reports of one post are one job).
+        let who = format!("{platform}:{}", job.trigger.author.key());
+        if !self.worker.store.charge_window(
+            &format!("rate:checks:{who}"),
+            &job.id,
+            self.worker.limits.checks_per_requester_per_hour,
+            chrono::Duration::hours(1),
+            chrono::Utc::now(),
+        )? {
+            return skip(SkipReason::OverQuotaSilenced);
+        }
+        tracing::info!(target = %target.id, "reported post resolved");
+        job.target = Some(target);
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// The compose stage for a reported post: the moderators' note always; a public reply,
+    /// label or held reply only by the channel and only with a verdict.
+    pub(super) fn compose_report(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        let channel = self.worker.moderation.config.reports.channel;
+        let draft = job.draft.clone().expect("compose runs after draft");
+        let verdict = draft.outcome == Outcome::Reply && draft.verdict.is_some();
+        job.note = Some(Note::new(self.note_items(job)));
+        self.worker.metrics.report(job.trigger.platform.as_str(), "checked");
+        let mut parts = Vec::new();
+        let mut label = None;
+        if let (Some(public), true) = (channel.public(), verdict) {
+            let decision = crate::labeler::decide(&self.worker.labeler, job, self.platform.has_labels(), Some(public));
+            if decision.reply {
+                parts = self.thread(job, self.platform.limits());
+            }
+            label = decision.label;
+        }
+        let target = job.target.as_ref().expect("compose runs after resolve");
+        job.plan = Some(crate::model::Plan {
+            reply_to: target.id.clone(),
+            visibility: self.worker.reply.visibility.max(target.visibility),
+            parts,
+            as_written: false,
+            shrink: 0,
+            edit: false,
+        });
+        job.label = label;
+        let held = channel == ReportChannel::Review && job.plan.as_ref().is_some_and(|p| !p.parts.is_empty());
+        if held {
+            tracing::info!(job = %job.id, "the reported post's reply is held for a moderator's review");
+            job.review = Some(crate::model::Review {
+                since: chrono::Utc::now(),
+                decision: None,
+            });
+        }
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+
+    /// The finding as the platform's moderators receive it, in the language of the bot's
+    /// answer: where the post is, which report, then the answer the bot would give (its
+    /// verdict, the fact-checks it names, its evidence links).
+    fn note_items(&self, job: &Job) -> Vec<NoteItem> {
+        let draft = job.draft.as_ref().expect("compose runs after draft");
+        let target = job.target.as_ref().expect("compose runs after resolve");
+        let lang = super::words_language(job);
+        let report = match &job.trigger.cause {
+            crate::model::Cause::Report { report } => report.clone(),
+            _ => String::new(),
+        };
+        let post = target.url.clone().unwrap_or_else(|| target.id.clone());
+        match job.trigger.platform {
+            crate::model::PlatformKind::Bluesky => {
+                let head = crate::words::say(lang, "note_report", minijinja::context! { post, report => "" });
+                // One comment: Ozone keeps it whole (no post length).
+                let whole = compose::TextLimits {
+                    max_chars: 10_000,
+                    chars_per_url: compose::AS_WRITTEN,
+                };
+                let body = compose::compose(draft, "", whole, &self.worker.reply).join("\n");
+                let text = format!("musebot: {head}\n{body}");
+                let config = &self.worker.moderation.config.reports;
+                let decided = crate::labeler::confidence(job) == crate::config::Confidence::FactCheck;
+                let unverified = draft.outcome != Outcome::Reply || draft.verdict.is_none();
+                let item = if unverified && config.escalate {
+                    NoteItem::Escalate(text)
+                } else if decided && config.acknowledge {
+                    NoteItem::Acknowledge(text)
+                } else {
+                    NoteItem::Comment(text)
+                };
+                vec![item]
+            }
+            crate::model::PlatformKind::Mastodon => {
+                let link = self.platform.report_link(&report).unwrap_or(report);
+                let head = crate::words::say(lang, "note_report", minijinja::context! { post, report => link });
+                let moderators = self.worker.moderation.mastodon_moderator_accts();
+                let lead: String = moderators
+                    .iter()
+                    .map(|m| format!("{} ", self.platform.handle(m)))
+                    .collect();
+                let limits = self.platform.limits();
+                let inner = compose::TextLimits {
+                    max_chars: limits.max_chars.saturating_sub(compose::weighted_len(&lead, limits)),
+                    ..limits
+                };
+                let mut body = compose::compose(draft, "", inner, &self.worker.reply);
+                let mut parts = vec![head];
+                parts.append(&mut body);
+                parts
+                    .into_iter()
+                    .map(|p| NoteItem::Message(format!("{lead}{p}")))
+                    .collect()
+            }
+        }
+    }
+
+    /// The `Note` stage: every item not yet delivered, in order, each id saved before the
+    /// next. No moderators configured on Mastodon: the finding stays on the admin page.
+    pub(super) async fn note(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        loop {
+            let note = job.note.clone().expect("note runs after compose");
+            let i = note.delivered.len();
+            let Some(item) = note.items.get(i) else { break };
+            if matches!(item, NoteItem::Message(_)) && self.worker.moderation.mastodon_moderator_accts().is_empty() {
+                tracing::warn!("no Mastodon moderators configured; the finding is kept for the admin page only");
+                if let Some(n) = job.note.as_mut() {
+                    n.delivered.push(String::new());
+                }
+                continue;
+            }
+            let previous = note.delivered.last().cloned().unwrap_or_default();
+            let key = format!("musebot-{}-note{i}", job.id);
+            let target = job.target.as_ref().expect("note runs after resolve");
+            let id = self
+                .platform
+                .deliver_note(item, target, &previous, &key, super::words_language(job))
+                .await
+                .map_err(|e| match e {
+                    crate::platform::PlatformError::RateLimited { until, message } => {
+                        StageError::Parked { until, message }
+                    }
+                    crate::platform::PlatformError::Transient(e) => StageError::Transient(e),
+                    other => StageError::Fatal(other.to_string()),
+                })?;
+            tracing::info!(item = item.as_str(), n = i, "finding delivered to the moderators");
+            if let Some(n) = job.note.as_mut() {
+                n.delivered.push(id);
+                if !n.pending() {
+                    n.done_at = Some(chrono::Utc::now());
+                }
+            }
+            self.worker.store.save(job)?;
+        }
+        self.worker.metrics.report(job.trigger.platform.as_str(), "noted");
+        Ok(StageOutcome::Next(Usage::default()))
+    }
+}

@@ -1,0 +1,176 @@
+//! Reported posts in-process, on the scripted platform (which records every finding item and
+//! every public post): the finding reaches the moderators and nothing public by default;
+//! fifty reports of one post are one job; a public channel posts only a verdict, with no
+//! mention and no word of the report; the finding is delivered once across a failed delivery;
+//! `reports off` and the reporter's window bound what reports cost.
+
+use super::tests::{bench, Bench, VERDICT};
+use super::*;
+use crate::config::{ModerationConfig, ReportChannel, ReportsConfig};
+use crate::model::{Account, Cause, NoteItem, Trigger};
+use crate::platform::double::Call;
+use crate::test_llm::Script;
+
+fn reports(b: &mut Bench, channel: ReportChannel) {
+    let config = ModerationConfig {
+        mastodon_moderators: vec!["mod".into()],
+        reports: ReportsConfig {
+            enabled: true,
+            channel,
+            ..ReportsConfig::default()
+        },
+        ..Default::default()
+    };
+    b.worker.moderation = crate::moderation::Moderation::new(config, b.worker.store.clone());
+}
+
+/// Report `report` of post `post` by the account with id `reporter`.
+fn report(report: &str, post: &str, reporter: &str) -> Trigger {
+    Trigger {
+        cause: Cause::Report { report: report.into() },
+        event_id: post.into(),
+        status_id: post.into(),
+        in_reply_to_id: None,
+        asked_in_text: false,
+        author: Account {
+            handle: format!("reporter{reporter}"),
+            is_bot: false,
+            is_self: false,
+            nobot: false,
+            id: Some(reporter.into()),
+        },
+        text: String::new(),
+        ..Trigger::test_mention(report)
+    }
+}
+
+fn notes(b: &Bench) -> Vec<(String, NoteItem)> {
+    b.double.notes.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_report_reaches_the_moderators_privately_and_nothing_is_posted() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    let id = b.add(report("12", "100", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(b.double.texts().is_empty(), "nothing public: {:?}", b.double.texts());
+    assert!(b.double.labels.lock().unwrap().is_empty());
+    let items = notes(&b);
+    assert!(items.len() >= 2, "{items:?}");
+    for (_, item) in &items {
+        let NoteItem::Message(text) = item else {
+            panic!("{item:?}")
+        };
+        assert!(text.starts_with("@mod "), "every part addresses the moderators: {text}");
+        assert!(!text.contains("reporter7"), "the reporter is never named: {text}");
+    }
+    let all: String = items.iter().map(|(_, i)| i.text().to_string()).collect();
+    assert!(all.contains("Reported post"), "{all}");
+    assert!(all.contains("false"), "the verdict is in the finding: {all}");
+    assert!(job.trace.iter().any(|r| r.stage == Stage::Note));
+    assert!(!job.note.unwrap().pending());
+    // Not kept: there is no public answer to re-check.
+    assert!(b.worker.store.kept(&id).unwrap().is_none());
+}
+
+#[tokio::test]
+async fn fifty_reports_of_one_post_are_one_job() {
+    let first = report("1", "100", "1");
+    for n in 2..=50 {
+        let other = report(&n.to_string(), "100", &n.to_string());
+        assert_eq!(other.job_id(), first.job_id());
+    }
+    assert_ne!(report("1", "101", "1").job_id(), first.job_id());
+    assert_eq!(first.requester(), None, "nobody public asked");
+}
+
+#[tokio::test]
+async fn a_public_channel_posts_only_a_verdict_with_no_mention_and_no_word_of_the_report() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Reply);
+    let id = b.add(report("12", "100", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    let public = b.double.texts();
+    assert!(!public.is_empty());
+    for text in &public {
+        let lower = text.to_lowercase();
+        assert!(!lower.contains("report"), "{text}");
+        assert!(!text.contains('@'), "no mention: {text}");
+    }
+    assert!(!notes(&b).is_empty(), "the moderators hear of it too");
+
+    // No verdict (the bot cannot verify): the moderators hear of it, nobody else.
+    let mut b = bench(Script::reply("I am not sure what to make of this.")).await;
+    reports(&mut b, ReportChannel::Reply);
+    let id = b.add(report("13", "100", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(b.double.texts().is_empty(), "{:?}", b.double.texts());
+    assert!(!notes(&b).is_empty());
+}
+
+#[tokio::test]
+async fn a_finding_is_delivered_once_across_a_failed_delivery() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    b.double.fail_at(
+        Call::Note,
+        1,
+        crate::platform::PlatformError::Transient("connection reset".into()),
+    );
+    let id = b.add(report("12", "100", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Pending, "waits for its retry");
+    assert_eq!(job.note.as_ref().unwrap().delivered.len(), 1);
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    let keys: Vec<String> = notes(&b).into_iter().map(|(k, _)| k).collect();
+    let mut unique = keys.clone();
+    unique.dedup();
+    assert_eq!(keys, unique, "each item once");
+    assert_eq!(keys.len(), job.note.unwrap().items.len());
+}
+
+#[tokio::test]
+async fn reports_off_and_the_reporters_window_bound_what_reports_cost() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    b.worker.limits.checks_per_requester_per_hour = 2;
+    for (n, pid) in ["101", "102", "103"].iter().enumerate() {
+        b.double.add_post(crate::model::Post::text_only(
+            pid,
+            "carol",
+            "The Moon is made of cheese.",
+            chrono::Utc::now(),
+            crate::model::Visibility::Public,
+        ));
+        let id = b.add(report(&n.to_string(), pid, "7"));
+        b.run(&id).await;
+    }
+    let calls = b.llm_calls();
+    let third = b.worker.store.job("mastodon:report:103").unwrap().unwrap();
+    assert_eq!(third.status, Status::Skipped(SkipReason::OverQuotaSilenced));
+
+    // A moderator's `reports off`: the next report is skipped before any LLM call.
+    b.worker
+        .moderation
+        .execute(
+            crate::model::PlatformKind::Mastodon,
+            "mod",
+            None,
+            &crate::model::Command::Reports(false),
+            "en",
+        )
+        .unwrap();
+    let id = b.add(report("9", "100", "8"));
+    let job = b.run(&id).await;
+    assert!(
+        matches!(job.status, Status::Skipped(SkipReason::Policy(_))),
+        "{:?}",
+        job.status
+    );
+    assert_eq!(b.llm_calls(), calls);
+}
