@@ -138,6 +138,11 @@ impl Intake {
     }
 
     /// Sets a source's first cursor (the newest event at the very first start) durably.
+    /// Whether a job of this id is stored (a source may spare a request for what it holds).
+    pub fn holds_job(&self, id: &str) -> Result<bool, IntakeError> {
+        Ok(self.inner.store.job(id)?.is_some())
+    }
+
     pub fn start_cursor(&self, name: &str, value: &str) -> Result<(), IntakeError> {
         self.inner.store.advance_cursor(name, value)?;
         self.inner.store.flush()?;

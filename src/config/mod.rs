@@ -534,4 +534,23 @@ mod tests {
         let keys: Vec<_> = c.validate().into_iter().map(|p| p.key).collect();
         assert_eq!(keys[0], "search.backends");
     }
+
+    #[test]
+    fn report_settings_name_their_key_and_the_fix() {
+        let mut c = Config::default();
+        c.mastodon.base_url = "https://mastodon.example".into();
+        c.daemon.pipeline = PipelineMode::Baseline;
+        c.moderation.reports.webhook_listen = "127.0.0.1:8092".into();
+        let keys: Vec<_> = c.validate().into_iter().map(|p| p.key).collect();
+        assert_eq!(keys, ["moderation.reports.webhook_listen"], "a webhook with reports off");
+        c.moderation.reports.enabled = true;
+        let problems = c.validate();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].key, "moderation.mastodon_moderators");
+        assert!(problems[0].to_string().contains("direct message"), "{}", problems[0]);
+        c.moderation.mastodon_moderators = vec!["alice".into()];
+        c.moderation.reports.poll_secs = 1;
+        let keys: Vec<_> = c.validate().into_iter().map(|p| p.key).collect();
+        assert_eq!(keys, ["moderation.reports.poll_secs"]);
+    }
 }

@@ -95,12 +95,24 @@ fn reports(c: &Config, p: &mut Problems) {
             "name the environment variable or file holding the secret Mastodon showed for the webhook",
         );
     }
-    if !r.webhook_listen.is_empty() && c.mastodon.access_token_env.is_empty() && c.mastodon.access_token_file.is_empty()
-    {
+    if !r.webhook_listen.is_empty() && !c.mastodon.enabled {
         p.bad(
             "moderation.reports.webhook_listen",
             "is set without a Mastodon account".into(),
             "the webhook only wakes the Mastodon report reader: configure [mastodon] or set webhook_listen = \"\"",
+        );
+    } else if !r.webhook_listen.is_empty() && !r.enabled {
+        p.bad(
+            "moderation.reports.webhook_listen",
+            "is set while moderation.reports.enabled is false".into(),
+            "set enabled = true to follow reports, or webhook_listen = \"\"",
+        );
+    }
+    if r.enabled && c.mastodon.enabled && c.moderation.mastodon_moderators.is_empty() {
+        p.bad(
+            "moderation.mastodon_moderators",
+            "is empty while moderation.reports.enabled is true".into(),
+            "name the moderators who receive each report's finding by direct message (e.g. [\"alice\"]), or turn reports off",
         );
     }
 }

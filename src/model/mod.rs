@@ -42,7 +42,7 @@ pub use retrieval::{
     Retrieval, StepTrace, Tier,
 };
 pub use review::{Review, ReviewDecision};
-pub use trigger::{Account, Cause, RecheckWhy, Trigger};
+pub use trigger::{report_job_id, Account, Cause, RecheckWhy, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;
 pub use verification::{Verification, Verified};

@@ -185,10 +185,14 @@ impl Trigger {
             Cause::HashtagHit { .. } => format!("{p}:tag:{}", self.event_id),
             Cause::ModeratorFlag { .. } => format!("{p}:mod:{}", self.event_id),
             Cause::Command { .. } => format!("{p}:cmd:{}", self.event_id),
-            // The reported post's id: however many reports name it, one job.
-            Cause::Report { .. } => format!("{p}:report:{}", self.event_id),
+            Cause::Report { .. } => report_job_id(self.platform, &self.event_id),
         }
     }
+}
+
+/// The job id of a reported post: however many reports name it, one job.
+pub fn report_job_id(platform: PlatformKind, post: &str) -> String {
+    format!("{}:report:{post}", platform.as_str())
 }
 
 #[cfg(test)]

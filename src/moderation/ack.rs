@@ -113,6 +113,7 @@ pub fn usage(lang: &str, verb: &str) -> String {
     let how = match verb {
         "watch" | "unwatch" => say(lang, "ack_usage_tag", context! { verb }),
         "approve" | "reject" => say(lang, "ack_usage_draft", context! { verb }),
+        "reports" => say(lang, "ack_usage_alone", context! { verb => "reports on | reports off" }),
         other => say(lang, "ack_usage_alone", context! { verb => other }),
     };
     say(lang, "ack_usage", context! { how })

@@ -53,6 +53,8 @@ pub struct Double {
     /// author blocks it: every read of the bot's misses them, [`Double::confirm_deleted`]
     /// finds them.
     pub hidden: Mutex<std::collections::HashSet<String>>,
+    /// Plays a platform without labels (Mastodon).
+    pub no_labels: std::sync::atomic::AtomicBool,
 }
 
 impl Double {
@@ -71,6 +73,7 @@ impl Double {
             labels: Mutex::default(),
             notes: Mutex::default(),
             hidden: Mutex::default(),
+            no_labels: Default::default(),
         }
     }
 

@@ -298,7 +298,7 @@ impl Platform {
             Platform::Bluesky(_) => true,
             Platform::Mastodon(_) | Platform::DryRun(_) => false,
             #[cfg(test)]
-            Platform::Double(_) => true,
+            Platform::Double(d) => !d.no_labels.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

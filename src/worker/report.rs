@@ -40,7 +40,14 @@ impl Run<'_> {
         let budget = &self.worker.moderation.budget;
         let used = budget.used();
         if used > 0.0 && (used >= 1.0 || used >= budget.config.report_share) {
-            return skip(SkipReason::Policy("the day's budget share for reports is spent".into()));
+            // A report is the moderators' request: it waits for the next day's budget.
+            let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1))
+                .date_naive()
+                .and_hms_opt(0, 0, 0)
+                .expect("midnight exists")
+                .and_utc();
+            tracing::info!(until = %tomorrow, "the day's budget share for reports is spent; the reported post waits");
+            return Ok(StageOutcome::Wait(tomorrow));
         }
         let mut target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
@@ -85,7 +92,13 @@ impl Run<'_> {
         self.worker.metrics.report(job.trigger.platform.as_str(), "checked");
         let mut parts = Vec::new();
         let mut label = None;
-        if let (Some(public), true) = (channel.public(), verdict) {
+        // `label` asks for a label only: where none can be put (Mastodon, or the labeler off),
+        // nothing public.
+        let labels = self.platform.has_labels() && self.worker.labeler.enabled;
+        let public = channel
+            .public()
+            .filter(|c| *c != crate::config::Channel::Label || labels);
+        if let (Some(public), true) = (public, verdict) {
             let decision = crate::labeler::decide(&self.worker.labeler, job, self.platform.has_labels(), Some(public));
             if decision.reply {
                 parts = self.thread(job, self.platform.limits());
@@ -191,14 +204,23 @@ impl Run<'_> {
             let id = self
                 .platform
                 .deliver_note(item, target, &previous, &key, super::words_language(job))
-                .await
-                .map_err(|e| match e {
-                    crate::platform::PlatformError::RateLimited { until, message } => {
-                        StageError::Parked { until, message }
-                    }
-                    crate::platform::PlatformError::Transient(e) => StageError::Transient(e),
-                    other => StageError::Fatal(other.to_string()),
-                })?;
+                .await;
+            let id = match id {
+                Ok(id) => id,
+                // The reported post went while its finding was delivered (Ozone needs its CID):
+                // nothing is left to tell about it.
+                Err(crate::platform::PlatformError::Gone(e)) => {
+                    self.worker
+                        .metrics
+                        .report(job.trigger.platform.as_str(), "skipped_target_unavailable");
+                    return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e)));
+                }
+                Err(crate::platform::PlatformError::RateLimited { until, message }) => {
+                    return Err(StageError::Parked { until, message });
+                }
+                Err(crate::platform::PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
+                Err(other) => return Err(StageError::Fatal(other.to_string())),
+            };
             tracing::info!(item = item.as_str(), n = i, "finding delivered to the moderators");
             if let Some(n) = job.note.as_mut() {
                 n.delivered.push(id);

@@ -174,3 +174,52 @@ async fn reports_off_and_the_reporters_window_bound_what_reports_cost() {
     );
     assert_eq!(b.llm_calls(), calls);
 }
+
+#[tokio::test]
+async fn the_label_channel_labels_where_labels_exist_and_posts_nothing_elsewhere() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Label);
+    b.worker.labeler = crate::config::LabelerConfig {
+        enabled: true,
+        min_confidence: crate::config::Confidence::Drafted,
+        ..Default::default()
+    };
+    let id = b.add(report("12", "100", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(
+        b.double.texts().is_empty(),
+        "a label, not a reply: {:?}",
+        b.double.texts()
+    );
+    assert_eq!(b.double.labels.lock().unwrap().len(), 1);
+
+    // Mastodon has no labels (nor has a platform whose labeler is off): `label` posts nothing
+    // public there.
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Label);
+    b.double.no_labels.store(true, std::sync::atomic::Ordering::Relaxed);
+    let id = b.add(report("13", "100", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(b.double.texts().is_empty(), "{:?}", b.double.texts());
+    assert!(b.double.labels.lock().unwrap().is_empty());
+    assert!(!notes(&b).is_empty(), "the moderators still hear of it");
+}
+
+#[tokio::test]
+async fn a_post_gone_while_its_finding_is_delivered_is_skipped_not_failed() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    b.double
+        .fail_at(Call::Note, 0, crate::platform::PlatformError::Gone("deleted".into()));
+    let id = b.add(report("12", "100", "7"));
+    let job = b.run(&id).await;
+    assert!(
+        matches!(job.status, Status::Skipped(SkipReason::TargetUnavailable(_))),
+        "{:?} {:?}",
+        job.status,
+        job.last_error
+    );
+    assert!(b.double.texts().is_empty());
+}

@@ -179,6 +179,19 @@ pub struct AdminAccount {
     pub id: String,
     #[serde(default)]
     pub username: String,
+    /// The reporter's server when remote (a forwarded report); `null` for a local account.
+    #[serde(default)]
+    pub domain: Option<String>,
+}
+
+impl AdminAccount {
+    /// `user` or `user@domain`, as blocks and opt-outs name an account.
+    pub fn acct(&self) -> String {
+        match self.domain.as_deref().filter(|d| !d.is_empty()) {
+            Some(d) => format!("{}@{d}", self.username),
+            None => self.username.clone(),
+        }
+    }
 }
 
 /// The parts of `/api/v2/instance` (or v1) the bot needs.

@@ -6,8 +6,8 @@
 //! says what a report holds. Every reported status of an open report goes to intake as
 //! `Cause::Report`, its event id the status id, so a status named by fifty reports is one job;
 //! the cursor moves with a report's last status, so a crash part-way re-reads the report and
-//! intake drops what it already holds. A report older than `moderation.reports.max_age_hours`
-//! is passed over. A 403 (no such role or scope) is shown in `/healthz` with the fix and read
+//! intake drops what it already holds. On a first start (no cursor) a report older than
+//! `moderation.reports.max_age_hours` is passed over. A 403 (no such role or scope) is shown in `/healthz` with the fix and read
 //! again at the next poll, never a crash loop.
 
 use std::sync::Arc;
@@ -43,6 +43,7 @@ impl ReportWatch {
         let mut tick = tokio::time::interval(self.every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut warned = false;
+        let mut failures = 0u32;
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
@@ -53,15 +54,18 @@ impl ReportWatch {
                 Ok(()) => {
                     intake.metrics().set_report_reader("mastodon", "following", None);
                     warned = false;
+                    failures = 0;
                 }
                 Err(e) => {
-                    let forbidden = e
-                        .downcast_ref::<MastodonError>()
-                        .is_some_and(|e| matches!(e.status(), Some(401 | 403)));
-                    let (state, reason) = if forbidden {
-                        ("forbidden", format!("{e}: give the bot's account a role with the Manage Reports permission and its token the admin:read:reports scope, or set moderation.reports.enabled = false"))
-                    } else {
-                        ("failing", e.to_string())
+                    failures += 1;
+                    let status = e.downcast_ref::<MastodonError>().and_then(MastodonError::status);
+                    let forbidden = matches!(status, Some(401 | 403));
+                    let (state, reason) = match status {
+                        Some(403) => ("forbidden", format!("{e}: give the bot's account a role with the Manage Reports permission and its token the admin:read:reports scope, or set moderation.reports.enabled = false")),
+                        Some(401) => ("forbidden", format!("{e}: the server refuses the bot's token; make a new one (with admin:read:reports) and put it where mastodon.access_token_env or _file points")),
+                        // A passing failure keeps the reader `following` until it repeats.
+                        _ if failures < crate::metrics::FAILING_AFTER => ("following", e.to_string()),
+                        _ => ("failing", e.to_string()),
                     };
                     intake.metrics().set_report_reader("mastodon", state, Some(&reason));
                     if forbidden && !warned {
@@ -77,8 +81,13 @@ impl ReportWatch {
 
     /// One read: every open report after the cursor, oldest first.
     pub async fn poll_once(&self, intake: &Intake) -> anyhow::Result<()> {
-        let oldest = chrono::Utc::now() - self.max_age;
         let mut from = intake.cursor(CURSOR)?;
+        // Only a first start passes old reports over: after a restart or an outage every
+        // report since the cursor is read, however old.
+        let oldest = match from {
+            None => chrono::Utc::now() - self.max_age,
+            Some(_) => chrono::DateTime::<chrono::Utc>::MIN_UTC,
+        };
         for _ in 0..PAGES_PER_POLL {
             let mut page = self.client.admin_reports(from.as_deref(), PAGE).await?;
             let full = page.len() >= PAGE as usize;
@@ -162,7 +171,7 @@ fn trigger(
     // The reporter stands as the trigger's author only as a key for bounds: nobody is
     // addressed, and the name is never shown.
     let author = Account {
-        handle: reporter.map(|r| r.username.clone()).unwrap_or_default(),
+        handle: reporter.map(super::api::AdminAccount::acct).unwrap_or_default(),
         is_bot: false,
         is_self: false,
         nobot: false,
