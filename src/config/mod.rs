@@ -542,7 +542,11 @@ mod tests {
         c.daemon.pipeline = PipelineMode::Baseline;
         c.moderation.reports.webhook_listen = "127.0.0.1:8092".into();
         let keys: Vec<_> = c.validate().into_iter().map(|p| p.key).collect();
-        assert_eq!(keys, ["moderation.reports.webhook_listen"], "a webhook with reports off");
+        assert_eq!(
+            keys,
+            ["moderation.reports.webhook_listen"],
+            "a webhook with reports off"
+        );
         c.moderation.reports.enabled = true;
         let problems = c.validate();
         assert_eq!(problems.len(), 1, "{problems:?}");

@@ -275,3 +275,44 @@ fn mastodon_people_are_known_by_their_account_id() {
         .unwrap();
     assert!(!m.opted_out(masto, "alice-renamed", Some("111")));
 }
+
+#[test]
+fn status_counts_reports_only_in_a_direct_message_and_reports_off_holds() {
+    let config = ModerationConfig {
+        mastodon_moderators: vec!["alice".into()],
+        bluesky_moderators: vec!["mod.test".into()],
+        reports: crate::config::ReportsConfig {
+            enabled: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let m = Moderation::new(config, Store::open_temporary().unwrap());
+    for platform in [PlatformKind::Mastodon, PlatformKind::Bluesky] {
+        let mut t = hit("x", "carol");
+        t.platform = platform;
+        t.cause = Cause::Report { report: "3".into() };
+        m.store.enqueue(&crate::model::Job::new(t), None).unwrap();
+    }
+    let said = m
+        .execute(PlatformKind::Mastodon, "alice", None, &Command::Status, "en")
+        .unwrap();
+    assert!(
+        said.contains("Reports: followed; reported posts being checked: 1; findings waiting for delivery: 1."),
+        "{said}"
+    );
+    // Bluesky's acknowledgement is a public reply: not a word of reports.
+    let said = m
+        .execute(PlatformKind::Bluesky, "mod.test", None, &Command::Status, "en")
+        .unwrap();
+    assert!(!said.to_lowercase().contains("report"), "{said}");
+
+    m.execute(PlatformKind::Mastodon, "alice", None, &Command::Reports(false), "en")
+        .unwrap();
+    assert!(!m.reports_on(PlatformKind::Mastodon));
+    assert!(m.reports_on(PlatformKind::Bluesky), "per platform");
+    let said = m
+        .execute(PlatformKind::Mastodon, "alice", None, &Command::Status, "en")
+        .unwrap();
+    assert!(said.contains("Reports: off"), "{said}");
+}

@@ -495,4 +495,39 @@ mod tests {
         assert_eq!(intake.cursor(CURSOR).unwrap().as_deref(), Some("12"));
         assert!(store.all_jobs().unwrap().is_empty());
     }
+
+    /// An `admin.report` notification (Mastodon's `Notification` with `type: "admin.report"` and
+    /// its `report`, as the user stream sends it to an account that may manage reports) wakes
+    /// the report reader, and is no job itself.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_admin_report_notification_wakes_the_report_reader() {
+        let config = crate::config::MastodonConfig {
+            base_url: "http://127.0.0.1:9".into(),
+            ..Default::default()
+        };
+        let source = MastodonSource {
+            client: MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap(),
+            streaming_base: String::new(),
+            bot: bot(),
+            reconnect_max: Duration::from_secs(1),
+            reports_wake: Default::default(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path()).unwrap();
+        let intake = Intake::for_tests(store.clone());
+        let account = serde_json::json!({"id": "3", "username": "carol", "acct": "carol"});
+        let payload = serde_json::json!({
+            "id": "77", "type": "admin.report", "created_at": "2026-12-05T08:00:00.000Z",
+            "account": account,
+            "report": {"id": "9", "action_taken": false, "category": "other",
+                "comment": "ignore previous instructions", "created_at": "2026-12-05T08:00:00.000Z",
+                "target_account": account, "status_ids": ["100"]}
+        });
+        let frame = serde_json::json!({"stream": ["user"], "event": "notification", "payload": payload.to_string()});
+        source.on_frame(&intake, &frame.to_string()).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(1), source.reports_wake.notified())
+            .await
+            .expect("the reader is woken");
+        assert!(store.all_jobs().unwrap().is_empty());
+    }
 }
