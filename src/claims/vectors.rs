@@ -4,7 +4,8 @@
 //! under 0.005), a
 //! cache of each corpus segment's vectors (a segment never changes once written, so it is read
 //! from the doc store once; deleted reviews are left out through the segment's alive set at
-//! each scan), and the scan itself: the `k` best dot products. A flat scan was measured enough
+//! each scan), and the scan itself: the `k` best dot products, through the widest SIMD kernel
+//! the CPU has (AVX-512, AVX2, or the portable build's; detected at run time). A flat scan was measured enough
 //! at the corpus sizes the bot keeps (`cargo bench --bench claim_matching`), so no approximate
 //! index (HNSW) is built: it would add a dependency, a second structure to keep in step with
 //! tantivy's commits, and recall below 1.
@@ -39,23 +40,83 @@ fn split(b: &[u8]) -> Option<(f32, &[u8])> {
     Some((f32::from_le_bytes(head.try_into().ok()?), rest))
 }
 
-/// Lanes of the dot product: independent partial sums the compiler keeps in SIMD registers.
-const LANES: usize = 16;
-
-/// The cosine of a query (f32, unit) with a stored vector's components at `scale`. Summed in
-/// [`LANES`] partial sums (a single running sum is one long chain of dependent additions the
-/// compiler may not reorder, so it cannot use SIMD): the scan of 200,000 claims is this loop.
+/// The cosine of a query (f32, unit) with a stored vector's components at `scale`: the scan of
+/// 200,000 claims is this call, through the widest kernel the machine has (chosen once, at the
+/// first call: [`kernel`]).
 pub fn dot(query: &[f32], stored: &[i8], scale: f32) -> f32 {
-    let mut lanes = [0f32; LANES];
-    let (q_chunks, s_chunks) = (query.chunks_exact(LANES), stored.chunks_exact(LANES));
+    (chosen().0)(query, stored, scale)
+}
+
+/// The dot product's kernel on this machine: `avx512` (AVX-512F and BW), `avx2` (AVX2 and FMA)
+/// or `portable` (the baseline x86-64 build, or any other architecture).
+pub fn kernel() -> &'static str {
+    chosen().1
+}
+
+type Kernel = fn(&[f32], &[i8], f32) -> f32;
+
+fn chosen() -> &'static (Kernel, &'static str) {
+    static CHOSEN: std::sync::OnceLock<(Kernel, &'static str)> = std::sync::OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bw") {
+                return (x86::avx512 as Kernel, "avx512");
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return (x86::avx2 as Kernel, "avx2");
+            }
+        }
+        (portable as Kernel, "portable")
+    })
+}
+
+/// The kernel every machine runs (the baseline build: 128-bit SIMD on x86-64).
+pub fn portable(query: &[f32], stored: &[i8], scale: f32) -> f32 {
+    lanes::<16>(query, stored, scale)
+}
+
+/// The dot product in `N` independent partial sums: a single running sum is one long chain of
+/// dependent additions the compiler may not reorder, so it cannot use SIMD; `N` sums are as many
+/// SIMD lanes, spread over registers so additions overlap. Compiled once per kernel, each time
+/// for that kernel's instruction set.
+#[inline(always)]
+fn lanes<const N: usize>(query: &[f32], stored: &[i8], scale: f32) -> f32 {
+    let mut lanes = [0f32; N];
+    let (q_chunks, s_chunks) = (query.chunks_exact(N), stored.chunks_exact(N));
     let (q_rest, s_rest) = (q_chunks.remainder(), s_chunks.remainder());
     for (q, s) in q_chunks.zip(s_chunks) {
-        for j in 0..LANES {
+        for j in 0..N {
             lanes[j] += q[j] * f32::from(s[j]);
         }
     }
     let rest: f32 = q_rest.iter().zip(s_rest).map(|(q, s)| q * f32::from(*s)).sum();
     (lanes.iter().sum::<f32>() + rest) * scale
+}
+
+/// The wider kernels, compiled for their instruction sets and chosen only where the CPU has
+/// them (runtime detection), so one binary runs everywhere and fast where it can.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    #[target_feature(enable = "avx2,fma")]
+    fn avx2_body(query: &[f32], stored: &[i8], scale: f32) -> f32 {
+        super::lanes::<32>(query, stored, scale)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn avx512_body(query: &[f32], stored: &[i8], scale: f32) -> f32 {
+        super::lanes::<64>(query, stored, scale)
+    }
+
+    pub fn avx2(query: &[f32], stored: &[i8], scale: f32) -> f32 {
+        // SAFETY: chosen only after `is_x86_feature_detected!` found AVX2 and FMA.
+        unsafe { avx2_body(query, stored, scale) }
+    }
+
+    pub fn avx512(query: &[f32], stored: &[i8], scale: f32) -> f32 {
+        // SAFETY: chosen only after `is_x86_feature_detected!` found AVX-512F and BW.
+        unsafe { avx512_body(query, stored, scale) }
+    }
 }
 
 /// One segment's vectors: `dims` components and a scale per document that has one.
@@ -185,11 +246,24 @@ mod tests {
             let q: Vec<f32> = (0..dims).map(|i| ((i * 31 % 17) as f32 - 8.0) / 10.0).collect();
             let s: Vec<i8> = (0..dims).map(|i| ((i * 13 % 255) as i32 - 127) as i8).collect();
             let plain: f32 = q.iter().zip(&s).map(|(a, b)| a * f32::from(*b)).sum::<f32>() * 0.5;
-            let lanes = dot(&q, &s, 0.5);
-            assert!(
-                (plain - lanes).abs() <= 1e-3 * plain.abs().max(1.0),
-                "{dims}: {plain} vs {lanes}"
-            );
+            let mut kernels = vec![("chosen", dot(&q, &s, 0.5)), ("portable", portable(&q, &s, 0.5))];
+            #[cfg(target_arch = "x86_64")]
+            {
+                use std::arch::is_x86_feature_detected as has;
+                if has!("avx2") && has!("fma") {
+                    kernels.push(("avx2", x86::avx2(&q, &s, 0.5)));
+                }
+                if has!("avx512f") && has!("avx512bw") {
+                    kernels.push(("avx512", x86::avx512(&q, &s, 0.5)));
+                }
+            }
+            for (name, got) in kernels {
+                assert!(
+                    (plain - got).abs() <= 1e-3 * plain.abs().max(1.0),
+                    "{name} ({}), {dims}: {plain} vs {got}",
+                    kernel()
+                );
+            }
         }
     }
 
