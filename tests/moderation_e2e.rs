@@ -40,23 +40,6 @@ async fn wait_log(daemon: &Daemon, needle: &str, times: usize) {
     }
 }
 
-/// Every status of the bot (acknowledgements are direct messages), once `pred` holds.
-async fn wait_bot(daemon: &Daemon, mock: &MockMastodon, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let all = mock.bot_statuses_all().await;
-        if pred(&all) {
-            return all;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "bot statuses: {all:#?}\nlog:\n{}",
-            daemon.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
 fn replies_to<'a>(all: &'a [Value], status: &Value) -> Vec<&'a Value> {
     all.iter().filter(|s| s["in_reply_to_id"] == status["id"]).collect()
 }

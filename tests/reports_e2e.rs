@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::bluesky::{bluesky_config, Network, User};
 use common::*;
@@ -54,22 +54,6 @@ async fn report(mock: &MockMastodon, token: &str, account_id: &str, status_ids: 
         r.status(),
         r.text().await.unwrap()
     );
-}
-
-async fn wait_bot(daemon: &Daemon, mock: &MockMastodon, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let all = mock.bot_statuses_all().await;
-        if pred(&all) {
-            return all;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "bot statuses: {all:#?}\nlog:\n{}",
-            daemon.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

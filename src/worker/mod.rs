@@ -1,9 +1,10 @@
 //! Workers: the one stage machine. A worker runs a job's remaining stages — resolve, draft,
-//! verify, compose, review (only a held draft), label (only in labeler mode, [`label`]) and
-//! post — in order on the job's own platform,
-//! persisting each output before the next (so a restart resumes at the first missing one). A
-//! re-check of a kept answer (`Cause::Recheck`, [`recheck`]) runs the same stages; a
-//! finished answer is kept for its re-checks (`crate::living`). The daemon feeds it through
+//! verify, compose, note (only a reported post's finding for the moderators, [`report`]),
+//! review (only a held draft), label (only in labeler mode, [`label`]) and post — in order on
+//! the job's own platform, persisting each output before the next (so a restart resumes at the
+//! first missing one). A re-check of a kept answer (`Cause::Recheck`, [`recheck`]) and a
+//! reported post (`Cause::Report`) run the same stages; a finished answer is kept for its
+//! re-checks (`crate::living`). The daemon feeds it through
 //! [`dispatch`]; `musebot check` runs the same loop on a platform that never posts.
 
 mod dispatch;

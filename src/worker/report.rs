@@ -147,7 +147,8 @@ impl Run<'_> {
                     chars_per_url: compose::AS_WRITTEN,
                 };
                 let body = compose::compose(draft, "", whole, &self.worker.reply).join("\n");
-                let text = format!("musebot: {head}\n{body}");
+                // The post's address is the server's word: no hidden characters reach Ozone.
+                let text = compose::scrub(&format!("musebot: {head}\n{body}"));
                 let config = &self.worker.moderation.config.reports;
                 let decided = crate::labeler::confidence(job) == crate::config::Confidence::FactCheck;
                 let unverified = draft.outcome != Outcome::Reply || draft.verdict.is_none();
@@ -178,7 +179,7 @@ impl Run<'_> {
                 parts.append(&mut body);
                 parts
                     .into_iter()
-                    .map(|p| NoteItem::Message(format!("{lead}{p}")))
+                    .map(|p| NoteItem::Message(compose::scrub(&format!("{lead}{p}"))))
                     .collect()
             }
         }

@@ -223,3 +223,24 @@ async fn a_post_gone_while_its_finding_is_delivered_is_skipped_not_failed() {
     );
     assert!(b.double.texts().is_empty());
 }
+
+#[tokio::test]
+async fn hidden_characters_in_the_posts_address_do_not_reach_the_moderators() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    let mut post = crate::model::Post::text_only(
+        "104",
+        "carol",
+        "The Moon is made of cheese.",
+        chrono::Utc::now(),
+        crate::model::Visibility::Public,
+    );
+    post.url = Some("https://x.example/@carol/104\u{202E}moc.evil".into());
+    b.double.add_post(post);
+    let id = b.add(report("12", "104", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    let all: String = notes(&b).iter().map(|(_, i)| i.text().to_string()).collect();
+    assert!(all.contains("https://x.example/@carol/104"), "{all}");
+    assert!(!all.contains('\u{202E}'), "{all:?}");
+}

@@ -378,3 +378,26 @@ pub fn thread_text(posted: &[Value]) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// Every status of the bot (direct messages included, as the bot sees them), once `pred` holds;
+/// fails after a minute with them and the daemon's log.
+#[allow(dead_code)]
+pub async fn wait_bot(
+    daemon: &super::daemon::Daemon,
+    mock: &MockMastodon,
+    pred: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let all = mock.bot_statuses_all().await;
+        if pred(&all) {
+            return all;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "bot statuses: {all:#?}\nlog:\n{}",
+            daemon.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::api::{Status, StreamFrame};
 use super::client::MastodonClient;
 use super::stream::{open_socket, BotIdentity};
-use super::text::html_to_text;
+use super::text::status_text;
 use crate::intake::{CursorMove, Event, Intake};
 use crate::model::{id_less, Account, Cause, PlatformKind, TagWatch, Trigger, Visibility};
 
@@ -173,10 +173,7 @@ pub fn hit(status: Status, tag: &str, bot: &BotIdentity) -> Option<Trigger> {
         tracing::debug!(status = %status.id, "a boost on a watched tag; skipped");
         return None;
     }
-    let mut text = html_to_text(&status.content);
-    if !status.spoiler_text.is_empty() {
-        text = format!("{}\n\n{}", status.spoiler_text, text);
-    }
+    let text = status_text(&status.content, &status.spoiler_text);
     Some(Trigger {
         language: status.language.clone(),
         platform: PlatformKind::Mastodon,

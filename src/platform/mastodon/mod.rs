@@ -284,10 +284,7 @@ struct Me {
 /// links' full hrefs, attachments with alt text, and the quoted post when its quote is
 /// accepted (Mastodon 4.5; a shallow quote carries only an id, resolved later if needed).
 pub fn to_post(s: Status) -> Post {
-    let mut text = text::html_to_text(&s.content);
-    if !s.spoiler_text.is_empty() {
-        text = format!("{}\n\n{}", s.spoiler_text, text);
-    }
+    let text = text::status_text(&s.content, &s.spoiler_text);
     let mut media: Vec<Media> = s
         .media_attachments
         .iter()

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::api::{AdminReport, Status};
 use super::client::{MastodonClient, MastodonError};
 use super::stream::BotIdentity;
-use super::text::html_to_text;
+use super::text::status_text;
 use crate::intake::{CursorMove, Event, Intake};
 use crate::model::{id_less, Account, Cause, PlatformKind, Trigger, Visibility};
 
@@ -164,10 +164,7 @@ fn trigger(
         tracing::info!(status = %status.id, "a reported boost or the bot's own post; skipped");
         return None;
     }
-    let mut text = html_to_text(&status.content);
-    if !status.spoiler_text.is_empty() {
-        text = format!("{}\n\n{}", status.spoiler_text, text);
-    }
+    let text = status_text(&status.content, &status.spoiler_text);
     // The reporter stands as the trigger's author only as a key for bounds: nobody is
     // addressed, and the name is never shown.
     let author = Account {

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::api::{Notification, Status, StreamFrame};
 use super::client::{MastodonClient, MastodonError};
 use super::text;
-use super::text::html_to_text;
+use super::text::status_text;
 use crate::intake::{CursorMove, Event, Intake, IntakeError};
 use crate::metrics::ConnState;
 use crate::model::{id_less, Account, Cause, PlatformKind, Trigger, Visibility};
@@ -248,10 +248,7 @@ pub fn to_trigger(n: Notification, bot: &BotIdentity) -> Option<Trigger> {
         tracing::warn!(notification = %n.id, "mention without a status; skipped");
         return None;
     };
-    let mut text = html_to_text(&status.content);
-    if !status.spoiler_text.is_empty() {
-        text = format!("{}\n\n{}", status.spoiler_text, text);
-    }
+    let text = status_text(&status.content, &status.spoiler_text);
     let asked_in_text = asks_in_text(&status, bot);
     Some(Trigger {
         platform: PlatformKind::Mastodon,
@@ -348,6 +345,21 @@ mod tests {
         BotIdentity {
             account_id: "1".into(),
             username: "musebot".into(),
+        }
+    }
+
+    /// A source reading the server at `base` (no streaming).
+    fn source_at(base: &str) -> MastodonSource {
+        let config = crate::config::MastodonConfig {
+            base_url: base.into(),
+            ..Default::default()
+        };
+        MastodonSource {
+            client: MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap(),
+            streaming_base: String::new(),
+            bot: bot(),
+            reconnect_max: Duration::from_secs(1),
+            reports_wake: Default::default(),
         }
     }
 
@@ -476,17 +488,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        let config = crate::config::MastodonConfig {
-            base_url: format!("http://{addr}"),
-            ..Default::default()
-        };
-        let source = MastodonSource {
-            client: MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap(),
-            streaming_base: String::new(),
-            bot: bot(),
-            reconnect_max: Duration::from_secs(1),
-            reports_wake: Default::default(),
-        };
+        let source = source_at(&format!("http://{addr}"));
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(dir.path()).unwrap();
         let intake = Intake::for_tests(store.clone());
@@ -501,17 +503,7 @@ mod tests {
     /// the report reader, and is no job itself.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_admin_report_notification_wakes_the_report_reader() {
-        let config = crate::config::MastodonConfig {
-            base_url: "http://127.0.0.1:9".into(),
-            ..Default::default()
-        };
-        let source = MastodonSource {
-            client: MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap(),
-            streaming_base: String::new(),
-            bot: bot(),
-            reconnect_max: Duration::from_secs(1),
-            reports_wake: Default::default(),
-        };
+        let source = source_at("http://127.0.0.1:9");
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(dir.path()).unwrap();
         let intake = Intake::for_tests(store.clone());

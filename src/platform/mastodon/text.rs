@@ -225,6 +225,16 @@ fn link_text(visible: &str, href: &str) -> String {
     }
 }
 
+/// A status's plain text as the bot reads it: its content warning first, then its content.
+pub fn status_text(content: &str, spoiler_text: &str) -> String {
+    let text = html_to_text(content);
+    if spoiler_text.is_empty() {
+        text
+    } else {
+        format!("{spoiler_text}\n\n{text}")
+    }
+}
+
 /// Plain text of a status's `content` (or a profile note), links written as full URLs.
 pub fn html_to_text(html: &str) -> String {
     let text = walk(html, |_, _, _| {});
