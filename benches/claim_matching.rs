@@ -108,17 +108,6 @@ fn read_claims(path: &Path) -> Result<Vec<(String, Entry)>, String> {
     Ok(out)
 }
 
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 struct Run {
     /// The queries scored: those of the qrels that the queries file holds.
     scored: usize,
@@ -277,22 +266,12 @@ fn calibrated(top: &[(f32, bool, bool)], want: f64) -> String {
     format!("precision ≥ {want:.2} from cosine {tau:.3} (precision {p:.3}, recall {r:.3})")
 }
 
-/// The English model as the sandbox installs it, at the shipped settings.
-fn english(sandbox: &BTreeMap<String, String>) -> RelevanceConfig {
-    RelevanceConfig {
-        onnxruntime: sandbox["MUSEBOT_ORT_DYLIB"].clone(),
-        model: sandbox["MUSEBOT_EMBED_MODEL"].clone(),
-        tokenizer: sandbox["MUSEBOT_EMBED_TOKENIZER"].clone(),
-        ..RelevanceConfig::default()
-    }
-}
-
 /// The child process of the memory figure (`--daemon-share CORPUS QUERIES`): opens the
 /// corpus as the daemon does (English model, matcher, warmed cache), matches every query,
 /// prints its peak RSS and the match latencies.
 fn daemon_share(corpus: &Path, queries: &Path) {
     let sandbox = common::sandbox();
-    let relevance = english(&sandbox);
+    let relevance = common::english(&sandbox);
     let config = ClaimsConfig::default();
     let embedder = Arc::new(Embedder::load(&relevance).unwrap());
     let models = Models {
@@ -322,7 +301,7 @@ fn daemon_share(corpus: &Path, queries: &Path) {
         "daemon-share: {held} vectors warmed in {warm_s:.1} s; {} matches {}; peak RSS {:.0} MB",
         times.len(),
         common::p50_p99_ms(&times),
-        peak_rss_mb()
+        common::peak_rss_mb()
     );
 }
 
@@ -403,7 +382,7 @@ fn main() {
         return;
     }
     let sandbox = common::sandbox();
-    let relevance = english(&sandbox);
+    let relevance = common::english(&sandbox);
     let config = ClaimsConfig::default();
     let embedder = Arc::new(Embedder::load(&relevance).unwrap());
     // The multilingual model too (`MUSEBOT_BENCH_MULTILINGUAL=0` leaves it out).
@@ -523,7 +502,7 @@ fn main() {
         "size: {:.1} MB on disk for {} fact-checks; peak RSS {:.0} MB",
         shipped.corpus().disk_bytes() as f64 / 1e6,
         shipped.corpus().len(),
-        peak_rss_mb()
+        common::peak_rss_mb()
     );
     drop((words, shipped));
 

@@ -149,6 +149,7 @@ async fn main() {
                     ..config.living.clone()
                 },
                 labeler: config.bluesky.labeler.clone(),
+                watch_auto_label: config.watch.auto_label,
                 retry_base: Duration::from_secs(5),
             };
             let job = Job::new(Trigger {

@@ -13,8 +13,8 @@ use crate::config::Config;
 use crate::intake::{Intake, Queues};
 use crate::metrics::Metrics;
 use crate::moderation::Moderation;
-use crate::platform::bluesky::Bluesky;
-use crate::platform::mastodon::Mastodon;
+use crate::platform::bluesky::{jetstream::NetworkWatch, Bluesky};
+use crate::platform::mastodon::{public::PublicWatch, Mastodon};
 use crate::platform::source::Source;
 use crate::platform::{Platform, PlatformError, Platforms};
 use crate::secret;
@@ -145,6 +145,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
 
     let mut platforms = Platforms::default();
     let mut sources = Vec::new();
+    // The network watch's sources (`[watch]`), started once intake is built.
+    let mut watch_sources = Vec::new();
     if let Some(token) = token {
         metrics.set_connection("mastodon", crate::metrics::ConnState::Connecting);
         let connect = || Mastodon::connect(&config.mastodon, token.clone());
@@ -199,6 +201,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                 },
             ));
         }
+        if config.watch.enabled && config.watch.mastodon {
+            watch_sources.push(crate::watch::WatchSource::Mastodon(PublicWatch {
+                client: source.client.clone(),
+                streaming_base: source.streaming_base.clone(),
+                bot: source.bot.clone(),
+                reconnect_max: Duration::from_secs(config.mastodon.reconnect_max_secs),
+            }));
+        }
         sources.push(Source::Mastodon(source));
     }
     if let Some(password) = bluesky_password {
@@ -232,6 +242,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         } else if reports.enabled {
             tracing::info!("moderation.reports: Bluesky's reports reach a labeler's Ozone, and bluesky.labeler.enabled is off: only Mastodon's are followed");
         }
+        let (w, reconnect) = (&config.watch, Duration::from_secs(b.reconnect_max_secs));
+        let watch = w
+            .enabled
+            .then(|| NetworkWatch::configured(w, &bluesky.xrpc.service(), reconnect));
+        watch_sources.extend(watch.flatten().map(crate::watch::WatchSource::Bluesky));
         platforms.insert(Platform::Bluesky(bluesky));
         sources.push(Source::Bluesky(source));
     }
@@ -333,6 +348,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         privacy: config.privacy.clone(),
         living: config.living.clone(),
         labeler: config.bluesky.labeler.clone(),
+        watch_auto_label: config.watch.auto_label,
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     });
 
@@ -401,10 +417,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             });
         }
     }
-    background.spawn(prune_hourly(store.clone(), retention, shutdown.clone()));
+    background.spawn(crate::store::prune::hourly(store.clone(), retention, shutdown.clone()));
     let intake_stop = shutdown.child_token();
     for source in sources {
         background.spawn(source.run(intake.clone(), intake_stop.clone()));
+    }
+    if config.watch.enabled {
+        let matcher = worker.pipeline.muse.as_ref().and_then(|m| m.matcher.clone());
+        let (w, stop) = (&config.watch, &intake_stop);
+        crate::watch::start(w, matcher, &intake, &store, watch_sources, &mut background, stop);
     }
     let grace = Duration::from_secs(config.daemon.shutdown_grace_secs);
     tracing::info!(pending = store.pending_jobs()?.len(), "musebot running");
@@ -453,35 +474,6 @@ where
     }
 }
 
-/// Prunes the store at start-up and every hour, on a blocking thread.
-async fn prune_hourly(store: Store, retention: crate::store::Retention, shutdown: CancellationToken) {
-    let mut every = tokio::time::interval(Duration::from_secs(3600));
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = every.tick() => {}
-        }
-        let s = store.clone();
-        match tokio::task::spawn_blocking(move || s.prune(&retention, chrono::Utc::now())).await {
-            Ok(Ok(p)) if p != crate::store::Pruned::default() => {
-                tracing::info!(
-                    jobs = p.jobs,
-                    replies = p.replies,
-                    cache = p.cache,
-                    quota = p.quota,
-                    "store pruned"
-                )
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "store prune failed; trying again in an hour"),
-            Err(e) => tracing::warn!(error = %e, "store prune stopped"),
-        }
-    }
-}
-
-/// The config's Bluesky handles (moderators, blocked accounts) as DIDs, resolved once at
-/// start and logged in pairs; rights and blocks then follow the DID, whatever handle the
-/// account shows later. A handle that does not resolve gives nobody anything (logged).
 /// Runs the evidence index's refresher and keeps it running: a refresher that could not be
 /// opened (another one holds the writer lock, the folder is not writable) is opened again
 /// every minute, and one that stops by a panic (feed parsing, tantivy, the prune) is reopened
@@ -529,8 +521,9 @@ async fn supervise_refresher(
     }
 }
 
-/// Bluesky accounts named in the config by handle or DID, as DIDs (a handle that does not
-/// resolve is logged and allows nothing until the next start).
+/// Bluesky accounts named in the config by handle or DID, as DIDs, resolved once at start and
+/// logged in pairs; rights and blocks then follow the DID, whatever handle the account shows
+/// later. A handle that does not resolve is logged and allows nothing until the next start.
 async fn bluesky_dids(bluesky: &Bluesky, entries: &[String], key: &str) -> Vec<String> {
     let mut out = Vec::new();
     for e in entries {

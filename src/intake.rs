@@ -223,7 +223,7 @@ impl Intake {
             Status::Pending => {
                 tracing::info!("trigger queued");
                 let queue = match job.trigger.cause {
-                    Cause::HashtagHit { .. } | Cause::Report { .. } => &inner.queues.later,
+                    Cause::HashtagHit { .. } | Cause::Report { .. } | Cause::Watch { .. } => &inner.queues.later,
                     _ => &inner.queues.first,
                 };
                 if queue.try_send(job.id.clone()).is_err() {

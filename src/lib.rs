@@ -36,6 +36,7 @@ pub mod search;
 pub mod secret;
 pub mod store;
 pub mod telemetry;
+pub mod watch;
 pub mod webhook;
 pub mod words;
 pub mod worker;

@@ -111,6 +111,9 @@ pub struct Metrics {
     /// finding written), noted (a finding delivered to the moderators), skipped_<reason>.
     /// Counts only: never which post or who reported it.
     pub reports: Family<ReportLabel, Counter>,
+    /// Posts the network watch saw, by platform and fate (language, length, words, no_match,
+    /// not_asserted, capped, taken).
+    pub watch_posts: Family<ReportLabel, Counter>,
     /// Each platform's report reader as `/healthz` shows it: `{state: following|forbidden|failing, reason}`.
     pub report_readers: Mutex<BTreeMap<String, serde_json::Value>>,
 }
@@ -206,8 +209,15 @@ impl Metrics {
             "Reported posts, by platform and event (seen|checked|noted|skipped_<reason>)",
             reports.clone(),
         );
+        let watch_posts = Family::<ReportLabel, Counter>::default();
+        registry.register(
+            "watch_posts",
+            "Posts the network watch saw, by platform and fate (language|length|words|no_match|not_asserted|exempt|seen_before|capped|taken)",
+            watch_posts.clone(),
+        );
         Arc::new(Metrics {
             registry,
+            watch_posts,
             mentions_received,
             jobs,
             triggers,
@@ -373,6 +383,16 @@ impl Metrics {
                 event: event.into(),
             })
             .inc();
+    }
+
+    /// `n` posts the watch saw on `platform` met `fate`.
+    pub fn watch(&self, platform: &str, fate: &str, n: u64) {
+        self.watch_posts
+            .get_or_create(&ReportLabel {
+                platform: platform.into(),
+                event: fate.into(),
+            })
+            .inc_by(n);
     }
 
     /// A report reader's state for `/healthz`: `following`, `forbidden` (the token lacks the

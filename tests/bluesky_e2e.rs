@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::bluesky::{bluesky_config, Network, SlowPds, User};
+use common::bluesky::{bluesky_config, carries, Network, SlowPds, User};
 use common::*;
 use serde_json::{json, Value};
 use unicode_segmentation::UnicodeSegmentation;
@@ -1011,14 +1011,6 @@ async fn a_recheck_posts_one_update_and_a_deleted_post_takes_every_part_of_the_a
 
 /// The label `val` from `src` on a post view, if the view carries it (not negated: the AppView
 /// drops negated labels).
-fn carries(view: &Value, src: &str, val: &str) -> bool {
-    view["labels"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|l| l["src"] == json!(src) && l["val"] == json!(val) && l["neg"] != json!(true))
-}
-
 /// Whether a label served by the labeler verifies against the `#atproto_label` key in its
 /// DID document on the PLC: the signature is ECDSA secp256k1 over SHA-256 of the label's
 /// DAG-CBOR without `sig` (`ver`, `src`, `uri`, `cid`, `val`, `neg` when true, `cts`, `exp`).
@@ -1080,17 +1072,6 @@ async fn served(ozone: &str, uri: &str, src: &str) -> Vec<Value> {
     v["labels"].as_array().cloned().unwrap_or_default()
 }
 
-async fn wait_until_seen(net: &Network, uri: &str, src: &str, val: &str, present: bool) {
-    for _ in 0..200 {
-        let views = net.posts_seen_with(&[uri], Some(src)).await;
-        if views.first().is_some_and(|v| carries(v, src, val) == present) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{uri} never {} {val}", if present { "carried" } else { "lost" });
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_negates_it() {
     let Some(net) = Network::shared() else { return };
@@ -1136,25 +1117,7 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
     assert!(again.contains("declaration: unchanged"), "{again}");
     // The AppView indexes the declaration from the firehose a moment after the write: ask
     // until it has (a fixed read raced the indexer in CI and saw `{"views":[]}`).
-    let mut services = Value::Null;
-    for _ in 0..150 {
-        services = reqwest::Client::new()
-            .get(format!(
-                "{}/xrpc/app.bsky.labeler.getServices",
-                net.appview.as_ref().unwrap()
-            ))
-            .query(&[("dids", labeler.did.as_str()), ("detailed", "true")])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if services["views"].as_array().is_some_and(|v| !v.is_empty()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let services = net.labeler_services(&labeler.did).await;
     let defs = &services["views"][0]["policies"]["labelValueDefinitions"];
     assert_eq!(defs.as_array().map(Vec::len), Some(4), "{services}");
     assert!(
@@ -1185,7 +1148,7 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
         replies[0]["value"]["text"].as_str().unwrap().contains("false"),
         "{replies:#?}"
     );
-    wait_until_seen(net, &post.uri, &labeler.did, "fc-false", true).await;
+    net.wait_until_seen(&post.uri, &labeler.did, "fc-false", true).await;
 
     // Subscribers see it; a reader who does not subscribe sees none of the bot's labels.
     let unsubscribed = net.posts_seen_with(&[&post.uri], None).await;
@@ -1260,7 +1223,7 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
     };
     moderator.wait_indexed(&answer.uri).await;
     moderator.mention(&bot.user, "withdraw: test", &post, &answer).await;
-    wait_until_seen(net, &post.uri, &labeler.did, "fc-false", false).await;
+    net.wait_until_seen(&post.uri, &labeler.did, "fc-false", false).await;
     let labels = served(&labeler.ozone, &post.uri, &labeler.did).await;
     assert!(labels.iter().all(|l| l["neg"] == json!(true)), "{labels:#?}");
     for l in &labels {
@@ -1318,7 +1281,7 @@ async fn a_verdict_becomes_a_signed_label_only_subscribers_see_and_a_withdrawal_
         "one reply once the label is out:\n{}",
         again.log_text()
     );
-    wait_until_seen(net, &second.uri, &labeler.did, "fc-false", true).await;
+    net.wait_until_seen(&second.uri, &labeler.did, "fc-false", true).await;
     let labels = served(&labeler.ozone, &second.uri, &labeler.did).await;
     assert_eq!(labels.len(), 1, "emitted once: {labels:#?}\n{}", again.log_text());
     assert!(labels[0]["neg"] != json!(true), "{labels:#?}");

@@ -171,3 +171,25 @@ pub fn p50_p99_ms(v: &[f64]) -> String {
         _ => "p50/p99 n/a (no queries scored)".into(),
     }
 }
+
+/// The English model as the sandbox installs it, at the shipped settings.
+pub fn english(sandbox: &BTreeMap<String, String>) -> musebot::relevance::RelevanceConfig {
+    musebot::relevance::RelevanceConfig {
+        onnxruntime: sandbox["MUSEBOT_ORT_DYLIB"].clone(),
+        model: sandbox["MUSEBOT_EMBED_MODEL"].clone(),
+        tokenizer: sandbox["MUSEBOT_EMBED_TOKENIZER"].clone(),
+        ..musebot::relevance::RelevanceConfig::default()
+    }
+}
+
+/// The process's peak resident memory (`VmHWM`), in MB.
+pub fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}

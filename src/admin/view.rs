@@ -28,6 +28,7 @@ fn cause(c: &Cause) -> String {
         Cause::Command { command } => format!("command {}", command.as_str()),
         // Moderators only (the page is loopback, signed in): the report's id on the platform.
         Cause::Report { report } => format!("report {report}"),
+        Cause::Watch { review } => format!("watch: matches {review}"),
         Cause::Recheck { of, why, .. } => format!("re-check ({}) of {of}", why.as_str()),
     }
 }

@@ -312,6 +312,91 @@ impl Matcher {
     }
 }
 
+/// The network watch's cheap path: many posts at once, words first, vectors only for the few.
+impl Matcher {
+    /// The words-only prefilter's score of `text`: the summed rarity (BM25's IDF) of its
+    /// distinct words among the corpus's reviewed claims, in units of the rarest word's (one
+    /// only one claim holds), so the bar means the same for 10 checks as for 200,000; 0 when
+    /// none is there. A term dictionary lookup per word, no document read (cheap enough for
+    /// every post).
+    pub fn word_score(&self, searcher: &tantivy::Searcher, text: &str) -> f32 {
+        let f = self.corpus.fields;
+        let Ok(mut analyzer) = self.corpus.index.tokenizer_for_field(f.claim) else {
+            return 0.0;
+        };
+        let n = searcher.num_docs() as f32;
+        let rarest = (1.0 + (n - 0.5) / 1.5).ln();
+        if rarest <= 0.0 {
+            return 0.0;
+        }
+        let mut seen: Vec<String> = Vec::new();
+        let mut score = 0.0;
+        let mut stream = analyzer.token_stream(text);
+        while let Some(t) = stream.next() {
+            if seen.len() >= MAX_TERMS || seen.contains(&t.text) || STOPWORDS.contains(&t.text.as_str()) {
+                continue;
+            }
+            seen.push(t.text.clone());
+            let df = searcher.doc_freq(&Term::from_field_text(f.claim, &t.text)).unwrap_or(0) as f32;
+            if df > 0.0 {
+                score += (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            }
+        }
+        score / rarest
+    }
+
+    /// The searcher of the latest commit (one per batch).
+    pub fn searcher(&self) -> tantivy::Searcher {
+        let _ = self.corpus.reader.reload();
+        self.corpus.reader.searcher()
+    }
+
+    /// For each of `texts` (posts of one `space`, cleaned by [`clean_post`]): the review whose
+    /// claim is the post's (`same_claim`: the cosine at or above the space's threshold), with
+    /// that cosine. The texts are embedded in one call and scanned in one pass.
+    pub fn same_claims(
+        &self,
+        searcher: &tantivy::Searcher,
+        texts: &[String],
+        space: Space,
+    ) -> Result<Vec<Option<(f32, Entry)>>, CorpusError> {
+        let model = match space {
+            Space::English => &self.embedder,
+            Space::Multilingual => &self.multilingual,
+            Space::WordsOnly => return Ok(vec![None; texts.len()]),
+        };
+        let Some(model) = model else {
+            return Ok(vec![None; texts.len()]);
+        };
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let vectors = model
+            .embed(texts)
+            .map_err(|e| CorpusError::Tantivy(tantivy::TantivyError::InternalError(e.to_string())))?;
+        let cache = match space {
+            Space::Multilingual => &self.vectors_multi,
+            _ => &self.vectors,
+        };
+        let threshold = self.threshold(space);
+        let f = self.corpus.fields;
+        let mut out = Vec::with_capacity(texts.len());
+        for best in cache.best_many(searcher, &vectors)? {
+            let Some((cosine, address)) = best.filter(|(c, _)| *c >= threshold) else {
+                out.push(None);
+                continue;
+            };
+            let doc: TantivyDocument = searcher.doc(address)?;
+            let entry = doc
+                .get_first(f.entry)
+                .and_then(|v| v.as_str())
+                .and_then(|s| serde_json::from_str::<Entry>(s).ok());
+            out.push(entry.map(|e| (cosine, e)));
+        }
+        Ok(out)
+    }
+}
+
 /// Words too common to say anything about a claim (BM25 weighs them low anyway; leaving them
 /// out keeps a long post's query short).
 const STOPWORDS: &[&str] = &[

@@ -225,6 +225,35 @@ impl VectorCache {
         Ok(best)
     }
 
+    /// The best live document for each of `queries` (its dot product), scanning every stored
+    /// vector once for all of them: a stored vector is read from memory once and met by each
+    /// query while it is in cache, so a batch costs little more memory traffic than one query.
+    pub fn best_many(
+        &self,
+        searcher: &Searcher,
+        queries: &[Vec<f32>],
+    ) -> tantivy::Result<Vec<Option<(f32, DocAddress)>>> {
+        let mut best: Vec<Option<(f32, DocAddress)>> = vec![None; queries.len()];
+        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+            let s = self.segment(searcher, ord)?;
+            let alive = reader.alive_bitset();
+            for (i, doc) in s.docs.iter().enumerate() {
+                let stored = &s.data[i * s.dims..(i + 1) * s.dims];
+                for (q, slot) in queries.iter().zip(best.iter_mut()) {
+                    if q.len() != s.dims {
+                        continue;
+                    }
+                    let score = dot(q, stored, s.scales[i]);
+                    if slot.is_some_and(|(b, _)| score <= b) || alive.is_some_and(|a| !a.is_alive(*doc)) {
+                        continue;
+                    }
+                    *slot = Some((score, DocAddress::new(ord as u32, *doc)));
+                }
+            }
+        }
+        Ok(best)
+    }
+
     /// The cosine of `query` with one document's stored vector, if it has one.
     pub fn cosine(&self, searcher: &Searcher, address: DocAddress, query: &[f32]) -> tantivy::Result<Option<f32>> {
         let s = self.segment(searcher, address.segment_ord as usize)?;

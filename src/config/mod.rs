@@ -12,6 +12,7 @@ mod living;
 mod moderation;
 mod reports;
 mod validate;
+mod watch;
 
 pub use admin::AdminConfig;
 pub use bluesky::{BlueskyConfig, BlueskyMode};
@@ -22,6 +23,7 @@ pub use labeler::{Channel, Confidence, LabelerConfig};
 pub use living::{duration, Corrections, LivingConfig};
 pub use moderation::ModerationConfig;
 pub use reports::{ReportChannel, ReportsConfig};
+pub use watch::{BlueskyStream, WatchConfig};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -53,6 +55,7 @@ pub struct Config {
     pub budget: BudgetConfig,
     pub admin: AdminConfig,
     pub living: LivingConfig,
+    pub watch: WatchConfig,
     pub eval: EvalConfig,
 }
 

@@ -37,6 +37,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         credibility,
         platforms::mastodon,
         platforms::bluesky,
+        platforms::watch,
         images,
         ops::moderation,
         ops::budget,

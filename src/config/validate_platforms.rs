@@ -1,4 +1,5 @@
-//! Validation of the platforms' sections: `[mastodon]`, `[bluesky]` and `[bluesky.labeler]`
+//! Validation of the platforms' sections: `[mastodon]`, `[bluesky]`, `[bluesky.labeler]` and
+//! `[watch]`
 //! (each problem as `key: problem — fix`, like the rest of `validate.rs`).
 
 use super::super::Config;
@@ -177,5 +178,117 @@ fn labeler(c: &Config, p: &mut Problems) {
             format!("is {}", l.expiry_days),
             "use 0 (never) to 3650 days",
         );
+    }
+}
+
+/// `[watch]`: what it reads, and label caps under Bluesky's own limits.
+pub(super) fn watch(c: &Config, p: &mut Problems) {
+    let w = &c.watch;
+    if !w.enabled {
+        return;
+    }
+    if !c.claims.enabled {
+        p.bad(
+            "watch.enabled",
+            "is true while claims.enabled is false".into(),
+            "the watch matches posts against the fact-check corpus: set claims.enabled = true (and import fact-checks), or watch.enabled = false",
+        );
+    }
+    let bluesky = c.bluesky.enabled && w.bluesky != super::super::BlueskyStream::Off;
+    if bluesky && !c.bluesky.labeler.enabled {
+        p.bad(
+            "watch.bluesky",
+            format!("is \"{}\" while bluesky.labeler.enabled is false", w.bluesky.as_str()),
+            "the watch only labels on Bluesky (never replies): enable [bluesky.labeler], or set watch.bluesky = \"off\"",
+        );
+    }
+    if !bluesky && !(c.mastodon.enabled && w.mastodon) {
+        p.bad(
+            "watch.enabled",
+            "is true with nothing to watch".into(),
+            "watch Bluesky (watch.bluesky = \"jetstream\" or \"relay\" with [bluesky]) or Mastodon (watch.mastodon = true with [mastodon])",
+        );
+    }
+    if bluesky && w.bluesky == super::super::BlueskyStream::Jetstream {
+        check_ws(
+            p,
+            "watch.jetstream_url",
+            &w.jetstream_url,
+            "give Jetstream's endpoint, e.g. wss://jetstream2.us-east.bsky.network/subscribe",
+        );
+    }
+    if bluesky && w.bluesky == super::super::BlueskyStream::Relay && !w.relay_url.is_empty() {
+        check_ws(
+            p,
+            "watch.relay_url",
+            &w.relay_url,
+            "give a relay, e.g. wss://bsky.network, or \"\" for the account's own PDS",
+        );
+    }
+    if w.languages.is_empty() {
+        p.bad(
+            "watch.languages",
+            "is empty".into(),
+            "name the languages watched, e.g. [\"en\"]",
+        );
+    }
+    if !(0.0..=0.3).contains(&w.same_claim_margin) {
+        p.bad(
+            "watch.same_claim_margin",
+            format!("is {}", w.same_claim_margin),
+            "add 0.0 to 0.3 to claims.same_claim for unasked labels (0.05 is the default)",
+        );
+    }
+    if w.batch == 0 || w.batch > 1024 {
+        p.bad(
+            "watch.batch",
+            format!("is {}", w.batch),
+            "match 1 to 1024 posts together (64 is the default)",
+        );
+    }
+    let caps = [
+        (
+            "watch.labels_per_second",
+            w.labels_per_second,
+            5,
+            "Bluesky allows a labeler 5 labels a second",
+        ),
+        (
+            "watch.labels_per_hour",
+            w.labels_per_hour,
+            5_000,
+            "Bluesky allows a labeler 5,000 labels an hour",
+        ),
+        (
+            "watch.labels_per_day",
+            w.labels_per_day,
+            50_000,
+            "Bluesky allows a labeler 50,000 labels a day",
+        ),
+    ];
+    for (key, value, most, why) in caps {
+        if value == 0 || value > most {
+            p.bad(
+                key,
+                format!("is {value}"),
+                &format!("set 1 to {most} ({why}; stay below it)"),
+            );
+        }
+    }
+    if w.per_author_per_day == 0 {
+        p.bad(
+            "watch.per_author_per_day",
+            "is 0".into(),
+            "take up 1 or more matches of an author a day (3 is the default)",
+        );
+    }
+}
+
+/// A `ws://` or `wss://` URL.
+fn check_ws(p: &mut Problems, key: &str, value: &str, fix: &str) {
+    match url::Url::parse(value) {
+        Ok(u) if u.scheme() == "ws" || u.scheme() == "wss" => {}
+        Ok(u) => p.bad(key, format!("scheme `{}` is not ws or wss", u.scheme()), fix),
+        Err(e) => p.bad(key, format!("`{value}` is not a URL ({e})"), fix),
     }
 }

@@ -31,6 +31,8 @@ fn channel(config: &LabelerConfig, cause: &Cause, tag: Option<Channel>) -> Chann
         Cause::ModeratorFlag { .. } => config.flags,
         // A report's channel comes from `[moderation.reports] channel`.
         Cause::Report { .. } => tag.unwrap_or(Channel::Reply),
+        // A watched post: a label, never an unasked reply.
+        Cause::Watch { .. } => Channel::Label,
         Cause::Command { .. } | Cause::Recheck { .. } => Channel::Reply,
     }
 }
@@ -59,7 +61,12 @@ pub fn value(config: &LabelerConfig, job: &Job) -> Option<LabelValue> {
         return None;
     }
     let value = LabelValue::of(draft.verdict?)?;
-    (confidence(job) >= config.min_confidence).then_some(value)
+    // A watched post is labelled only on a published fact-check of its very claim.
+    let least = match job.trigger.cause {
+        Cause::Watch { .. } => Confidence::FactCheck,
+        _ => config.min_confidence,
+    };
+    (confidence(job) >= least).then_some(value)
 }
 
 /// What a freshly composed answer does: its label (a platform with labels — Bluesky —, labeler enabled, the trigger's

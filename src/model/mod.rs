@@ -19,6 +19,7 @@ pub mod rating;
 mod report;
 mod retrieval;
 mod review;
+mod seen;
 mod trigger;
 mod usage;
 mod verdict;
@@ -42,7 +43,8 @@ pub use retrieval::{
     Retrieval, StepTrace, Tier,
 };
 pub use review::{Review, ReviewDecision};
-pub use trigger::{report_job_id, Account, Cause, RecheckWhy, Trigger};
+pub use seen::Seen;
+pub use trigger::{report_job_id, watch_job_id, Account, Cause, RecheckWhy, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;
 pub use verification::{Verification, Verified};

@@ -27,6 +27,10 @@ pub enum Cause {
     /// link in the moderators' note), never shown publicly. The trigger's `author` is the
     /// reporter, kept only as a key for bounds; the report's comment is never kept.
     Report { report: String },
+    /// A post the network watch saw repeat a published fact-check's claim, asserting it
+    /// (`watch`): nobody asked. `review` is the matched review's URL; the job labels the post
+    /// (Bluesky) or holds the finding for the moderators (Mastodon), never replies by itself.
+    Watch { review: String },
     /// A re-check of an answered post (`living`): the trigger copies the answered one's
     /// (target, author, language); `of` is the answering job, `n` the timer's number, `asked`
     /// whether that answer had a requester (it is addressed again, and nobody else).
@@ -46,6 +50,7 @@ impl Cause {
             Cause::ModeratorFlag { .. } => "moderator",
             Cause::Command { .. } => "command",
             Cause::Report { .. } => "report",
+            Cause::Watch { .. } => "watch",
             Cause::Recheck { .. } => "recheck",
         }
     }
@@ -169,9 +174,11 @@ impl Trigger {
         match self.cause {
             Cause::Mention | Cause::Command { .. } => Some(&self.author),
             Cause::Recheck { asked: true, .. } => Some(&self.author),
-            Cause::HashtagHit { .. } | Cause::ModeratorFlag { .. } | Cause::Report { .. } | Cause::Recheck { .. } => {
-                None
-            }
+            Cause::HashtagHit { .. }
+            | Cause::ModeratorFlag { .. }
+            | Cause::Report { .. }
+            | Cause::Watch { .. }
+            | Cause::Recheck { .. } => None,
         }
     }
 
@@ -186,8 +193,15 @@ impl Trigger {
             Cause::ModeratorFlag { .. } => format!("{p}:mod:{}", self.event_id),
             Cause::Command { .. } => format!("{p}:cmd:{}", self.event_id),
             Cause::Report { .. } => report_job_id(self.platform, &self.event_id),
+            Cause::Watch { .. } => watch_job_id(self.platform, &self.event_id),
         }
     }
+}
+
+/// The job id of a watched post: one job per post, whatever it matched and however often the
+/// stream delivers it (a restart never labels it twice).
+pub fn watch_job_id(platform: PlatformKind, post: &str) -> String {
+    format!("{}:watch:{post}", platform.as_str())
 }
 
 /// The job id of a reported post: however many reports name it, one job.

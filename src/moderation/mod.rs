@@ -296,6 +296,13 @@ impl Moderation {
         if matches!(t.cause, Cause::Report { .. }) {
             return (!self.reports_on(t.platform)).then(|| SkipReason::Policy("reports are off".into()));
         }
+        if matches!(t.cause, Cause::Watch { .. }) {
+            // Nobody asked: the moderators' pause holds, and bots and `#nobot` are left alone.
+            let paused = self.store.paused(t.platform);
+            let why = paused.then(|| SkipReason::Policy("auto-replies are paused".into()));
+            let why = why.or(t.author.is_bot.then_some(SkipReason::RequesterIsBot));
+            return why.or(t.author.nobot.then_some(SkipReason::NoBot));
+        }
         let Cause::HashtagHit { tag } = &t.cause else {
             return None;
         };
@@ -577,6 +584,7 @@ impl Moderation {
             Cause::Command { .. } => return false,
             // A report's public reply is held by its own channel (`review`), not by this list.
             Cause::Report { .. } => return false,
+            Cause::Watch { .. } => return false, // held by the worker (`watch.auto_label`)
             // An update is held like the answer it updates: the asker's like a mention's, a
             // hashtag hit's or a flag's like a hit's.
             Cause::Recheck { asked: true, .. } => "mention",

@@ -88,6 +88,17 @@ impl Pipeline {
             (PipelineMode::Muse, None) => Err(PipelineError::Relevance("the muse pipeline was not set up".into())),
         }
     }
+
+    /// A watched post's draft: the fact-check corpus's deciding reviews only (no search, no
+    /// LLM call); without a corpus (the baseline), nothing found.
+    pub async fn draft_known(&self, post: &Post, retrieval: &mut Retrieval) -> Result<(Draft, Usage), PipelineError> {
+        match &self.muse {
+            Some(m) => muse::known::draft_known(m, post, retrieval).await,
+            None => Err(PipelineError::Relevance(
+                "the watch needs the muse pipeline's fact-check corpus".into(),
+            )),
+        }
+    }
 }
 
 /// Builds the configured pipeline (loads ratings files and the embedding model for `muse`).

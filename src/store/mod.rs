@@ -9,7 +9,7 @@ use std::path::Path;
 mod kept;
 mod living;
 mod moderation;
-mod prune;
+pub mod prune;
 
 /// A kept answer as the tests make it.
 #[cfg(test)]
@@ -297,6 +297,22 @@ impl Store {
         })?;
         self.flush()?;
         Ok(allowed)
+    }
+
+    /// Adds one to the counter `key` (a fixed window, its key ending in `:<YYYYMMDDHH>` so the
+    /// prune drops it) unless it has reached `limit`; `true` when it was added. Atomic and
+    /// flushed, like [`Store::charge`].
+    pub fn count_up(&self, key: &str, limit: u64) -> Result<bool, StoreError> {
+        let mut added = false;
+        self.quota.update_and_fetch(key, |old| {
+            let n = old
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map_or(0, u64::from_be_bytes);
+            added = n < limit;
+            Some((if added { n + 1 } else { n }).to_be_bytes().to_vec())
+        })?;
+        self.flush()?;
+        Ok(added)
     }
 
     /// The jobs charged to counter `key`.

@@ -8,6 +8,32 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use super::{Store, StoreError};
 use crate::model::{ReplyRecord, Status};
 
+/// Prunes the store at start-up and every hour, on a blocking thread.
+pub async fn hourly(store: Store, retention: Retention, shutdown: tokio_util::sync::CancellationToken) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let s = store.clone();
+        match tokio::task::spawn_blocking(move || s.prune(&retention, chrono::Utc::now())).await {
+            Ok(Ok(p)) if p != super::Pruned::default() => {
+                tracing::info!(
+                    jobs = p.jobs,
+                    replies = p.replies,
+                    cache = p.cache,
+                    quota = p.quota,
+                    "store pruned"
+                )
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "store prune failed; trying again in an hour"),
+            Err(e) => tracing::warn!(error = %e, "store prune stopped"),
+        }
+    }
+}
+
 /// How long each kind of record is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {

@@ -56,9 +56,10 @@ pub async fn dispatch(
                         .filter(|j| j.retry_at.is_none_or(|t| t <= now))
                         .filter(|j| worker.platforms.get(j.trigger.platform).is_some())
                         .collect();
-                    // Mentions, commands and flags first, then hashtag hits and reports, re-checks last.
+                    // Mentions, commands and flags first, then hashtag hits and reports, re-checks
+                    // and watched posts last.
                     due.sort_by_key(|j| match j.trigger.cause {
-                        crate::model::Cause::Recheck { .. } => 2,
+                        crate::model::Cause::Recheck { .. } | crate::model::Cause::Watch { .. } => 2,
                         crate::model::Cause::HashtagHit { .. } | crate::model::Cause::Report { .. } => 1,
                         _ => 0,
                     });

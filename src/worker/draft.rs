@@ -19,11 +19,14 @@ impl Run<'_> {
                 tracing::warn!(error = %e, "checkpoint failed; the step may be repeated after a crash");
             }
         };
-        let result = self
-            .worker
-            .pipeline
-            .draft(&target, &mut retrieval, &mut checkpoint)
-            .await;
+        let result = if super::watch::is_watch(job) {
+            self.worker.pipeline.draft_known(&target, &mut retrieval).await
+        } else {
+            self.worker
+                .pipeline
+                .draft(&target, &mut retrieval, &mut checkpoint)
+                .await
+        };
         if self.worker.pipeline.muse.is_some() {
             job.retrieval = Some(retrieval);
         }
@@ -69,6 +72,15 @@ impl Run<'_> {
 
     /// A debate checks the draft against its evidence; it may be revised or withdrawn.
     pub(super) async fn verify(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
+        if super::watch::is_watch(job) {
+            // A watched post's verdict is the published fact-checks', worded by the bot: no
+            // words of a model to debate.
+            job.verification = Some(Verification {
+                outcome: Some(crate::model::Verified::NotNeeded),
+                ..Verification::default()
+            });
+            return Ok(StageOutcome::Next(crate::model::Usage::default()));
+        }
         let target = job.target.clone().expect("verify runs after resolve");
         let draft = job.draft.clone().expect("verify runs after draft");
         let evidence = job.retrieval.as_ref().map(Retrieval::all_evidence).unwrap_or_default();

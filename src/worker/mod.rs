@@ -30,6 +30,7 @@ mod tests_reports;
 mod tests_status_lang;
 #[cfg(test)]
 mod tests_trust;
+mod watch;
 
 pub use dispatch::{dispatch, SWEEP_EVERY};
 
@@ -95,6 +96,9 @@ pub struct Worker {
     pub living: crate::config::LivingConfig,
     /// `[bluesky.labeler]`: which verdicts become labels.
     pub labeler: crate::config::LabelerConfig,
+    /// `watch.auto_label`: a watched post's label is put at once (true) or held for a
+    /// moderator's `approve` (false).
+    pub watch_auto_label: bool,
     /// First wait after a transient failure (doubles with each attempt).
     pub retry_base: Duration,
 }
@@ -332,6 +336,13 @@ impl Run<'_> {
         // quoted with no verdict of the bot's — and its tag's and author's slots are freed.
         let outcome = job.draft.as_ref().map(|d| d.outcome);
         let verdict = job.draft.as_ref().and_then(|d| d.verdict);
+        if watch::is_watch(job) && (outcome != Some(Outcome::Reply) || verdict.is_none()) {
+            // A watched post: a published check's verdict, or nothing at all.
+            let what = outcome.map_or("nothing", Outcome::as_str);
+            return Ok(StageOutcome::Skip(SkipReason::Policy(format!(
+                "no fact-check decides it ({what})"
+            ))));
+        }
         if is_hit(job) && (outcome != Some(Outcome::Reply) || verdict.is_none()) {
             let author = job.target.as_ref().map(Post::author_key).unwrap_or_default();
             self.worker.moderation.release_hit(&job.trigger, &job.id, &author)?;
@@ -381,7 +392,15 @@ impl Run<'_> {
         // Held: what the pipeline wrote (a verdict, or the honest "could not verify"), not the
         // resolve stage's notices.
         let drafted = matches!(outcome, Some(Outcome::Reply | Outcome::Insufficient));
-        if drafted && self.worker.moderation.needs_review(&job.trigger.cause) {
+        // A watched post is a moderator's call where no label can be put (Mastodon), and its
+        // label is one unless `watch.auto_label` lets it go at once.
+        let held = self.worker.moderation.needs_review(&job.trigger.cause)
+            || (watch::is_watch(job)
+                && match job.label {
+                    Some(_) => !self.worker.watch_auto_label,
+                    None => !job.plan.as_ref().is_some_and(|p| p.parts.is_empty()),
+                });
+        if drafted && held {
             tracing::info!(job = %job.id, "draft held for a moderator's review");
             job.review = Some(crate::model::Review {
                 since: chrono::Utc::now(),

@@ -26,6 +26,9 @@ impl Run<'_> {
         if super::is_report(job) {
             return self.resolve_report(job).await;
         }
+        if super::watch::is_watch(job) {
+            return self.resolve_watch(job).await;
+        }
         // Intake's rules again: a pause, an unwatch or an opt-out may have come since.
         if let Some(reason) = self.worker.moderation.triage(&job.trigger) {
             return Ok(StageOutcome::Skip(reason));

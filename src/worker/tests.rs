@@ -57,6 +57,7 @@ pub(super) async fn bench(script: Script) -> Bench {
         privacy: config.privacy.clone(),
         living: config.living.clone(),
         labeler: config.bluesky.labeler.clone(),
+        watch_auto_label: config.watch.auto_label,
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     };
     Bench {

@@ -214,6 +214,43 @@ impl Network {
         v["posts"].as_array().cloned().unwrap_or_default()
     }
 
+    /// The AppView's detailed view of the labeler `did` (`getServices`), asked until it has one:
+    /// the AppView indexes the declaration from the firehose a moment after the write (a fixed
+    /// read raced the indexer in CI and saw `{"views":[]}`), and hydrates its labels only then.
+    pub async fn labeler_services(&self, did: &str) -> Value {
+        let appview = self.appview.as_ref().expect("an AppView");
+        let mut services = Value::Null;
+        for _ in 0..150 {
+            services = reqwest::Client::new()
+                .get(format!("{appview}/xrpc/app.bsky.labeler.getServices"))
+                .query(&[("dids", did), ("detailed", "true")])
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if services["views"].as_array().is_some_and(|v| !v.is_empty()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        services
+    }
+
+    /// Waits until a subscriber of `src` sees `uri` carry (`present`) or no longer carry its
+    /// label `val`.
+    pub async fn wait_until_seen(&self, uri: &str, src: &str, val: &str, present: bool) {
+        for _ in 0..200 {
+            let views = self.posts_seen_with(&[uri], Some(src)).await;
+            if views.first().is_some_and(|v| carries(v, src, val) == present) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("{uri} never {} {val}", if present { "carried" } else { "lost" });
+    }
+
     /// A new account with a unique handle (`{name}-{n}.test`) and an app password.
     pub async fn account(&self, name: &str) -> User {
         self.account_with_handle(&Self::fresh_handle(name)).await
@@ -591,4 +628,11 @@ impl SlowPds {
             refuse_puts,
         }
     }
+}
+
+/// Whether a post view carries the label `val` from `src` (not negated).
+pub fn carries(view: &Value, src: &str, val: &str) -> bool {
+    view["labels"].as_array().into_iter().flatten().any(|l| {
+        l["src"] == serde_json::json!(src) && l["val"] == serde_json::json!(val) && l["neg"] != serde_json::json!(true)
+    })
 }

@@ -124,6 +124,26 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
     Ok(Usage::default())
 }
 
+/// A watched post's answer, from the fact-check corpus alone (no search, no LLM): the match
+/// step (each same-claim match read on its live page), then the verdict of the deciding
+/// reviews, worded by the bot — or "nothing found" when none decides.
+pub async fn draft_known(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<(Draft, Usage), PipelineError> {
+    if r.matches.is_none() {
+        let started = std::time::Instant::now();
+        run(m, post, r).await?;
+        r.record_step("match", started.elapsed().as_millis() as u64, Usage::default());
+    }
+    let lang = crate::words::language(post.language.as_deref());
+    let mut draft = Draft {
+        outcome: Outcome::Insufficient,
+        text: crate::words::say(lang, "insufficient_found", ()),
+        urls: Vec::new(),
+        verdict: None,
+    };
+    answer(&mut draft, &r.deciding_reviews(), post);
+    Ok((draft, r.usage()))
+}
+
 /// Decides each landed match by its page's own markup: every review's claim embedded in the
 /// space the post was matched in and compared with the post's vector at the matcher's
 /// threshold (`live::confirm`). A failed embedding decides nothing (the match stays evidence).

@@ -222,7 +222,8 @@ pub(crate) struct DecodedCommit {
     pub seq: i64,
     pub repo: String,
     pub time: Option<String>,
-    /// The created posts that concern the bot (a mention of it or a reply to it), in order.
+    /// The created posts kept (by [`decode`]: those that concern the bot, a mention of it or a
+    /// reply to it), in order.
     pub posts: Vec<DecodedPost>,
 }
 
@@ -236,6 +237,15 @@ pub(crate) struct DecodedPost {
 /// Decodes a frame (two DAG-CBOR values: header, body; a commit's CAR blocks) and picks the
 /// created posts that concern `bot_did`. Any byte string: an error or a frame, never a panic.
 pub(crate) fn decode(bytes: &[u8], bot_did: &str) -> Result<Decoded, FrameError> {
+    decode_with(bytes, &|record| reason_for_bot(record, bot_did))
+}
+
+/// [`decode`] with the choice of posts given: `keep` says why a created post's record is
+/// kept, or `None` to pass it over (the watch keeps every post).
+pub(crate) fn decode_with(
+    bytes: &[u8],
+    keep: &dyn Fn(&serde_json::Value) -> Option<&'static str>,
+) -> Result<Decoded, FrameError> {
     let mut reader = Cursor::new(bytes);
     let header: Header = serde_ipld_dagcbor::de::from_reader_once(&mut reader)
         .map_err(|e| FrameError::Skip(format!("unreadable frame header: {e}")))?;
@@ -290,7 +300,7 @@ pub(crate) fn decode(bytes: &[u8], bot_did: &str) -> Result<Decoded, FrameError>
                 continue;
             }
         };
-        let Some(reason) = reason_for_bot(&record, bot_did) else {
+        let Some(reason) = keep(&record) else {
             continue;
         };
         out.posts.push(DecodedPost {

@@ -12,6 +12,7 @@
 pub mod absence;
 pub mod firehose;
 pub mod hashtag;
+pub mod jetstream;
 pub mod labels;
 pub mod ozone;
 pub mod records;

@@ -232,6 +232,24 @@ impl MastodonClient {
         .await
     }
 
+    /// The instance's local public posts newer than `min_id` (the page right after it), or
+    /// the newest page when `None`; newest first, as the server returns them.
+    pub async fn local_timeline(&self, min_id: Option<&str>, limit: u32) -> Result<Vec<Status>, MastodonError> {
+        let mut query = vec![("local", "true".to_string()), ("limit", limit.to_string())];
+        if let Some(min) = min_id {
+            query.push(("min_id", min.to_string()));
+        }
+        self.request(
+            "local_timeline",
+            Method::GET,
+            "/api/v1/timelines/public",
+            &query,
+            None,
+            None,
+        )
+        .await
+    }
+
     pub async fn status(&self, id: &str) -> Result<Status, MastodonError> {
         self.request(
             "get_status",

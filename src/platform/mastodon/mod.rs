@@ -3,6 +3,7 @@
 pub mod api;
 pub mod client;
 pub mod hashtag;
+pub mod public;
 pub mod reports;
 pub mod stream;
 pub mod text;

@@ -1,0 +1,305 @@
+//! The network watch at firehose speed (`cargo bench --bench watch`): a recorded stream of real
+//! posts replayed as fast as the watch takes it, against the fact-check corpus at
+//! `MUSEBOT_BENCH_CLAIMS_AT` fact-checks (default 200,000: CheckThat!'s 14,231 Snopes checks,
+//! embedded by the shipped import, then copied under new URLs with their vectors).
+//!
+//! The stream (`MUSEBOT_BENCH_WATCH_POSTS`, default 40,000 posts): CheckThat! 2022 Task 2A's real
+//! tweets, each repeating a fact-checked claim, as 1 post in 100, among unrelated real text — the
+//! TweetLID 2014 tweets (Spanish, Portuguese, Catalan, Galician, Basque, English), the Muse posts
+//! and sentences of the extraction set's news articles — cycled and shuffled with a fixed seed.
+//! A producer sends them into the watch's bounded queue as fast as it takes them; the consumer
+//! is the daemon's loop (batches of `watch.batch`, `watch.linger_ms`) around the shipped cheap
+//! path (`watch::cheap::decide`, `WatchConfig::default()`). Printed: posts/s sustained, p50/p99
+//! from a post entering the queue to its decision, what the posts became, and the peak RSS of the
+//! replaying process (a child holding what the daemon holds for this: the English model, the
+//! matcher and its warmed vectors); beside it, in the same run, today's one-post-at-a-time path
+//! (`Matcher::find` on every post, as a mention's match step runs) on the first 1,000 posts.
+//! The scan's SIMD kernel is printed too. The LLM stance call is not part of the path (the
+//! stance is word rules); the live read of a matched fact-check's page is the job's, after.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use musebot::claims::import::Importer;
+use musebot::claims::matcher::Matcher;
+use musebot::claims::{ClaimsConfig, Entry, Models};
+use musebot::config::WatchConfig;
+use musebot::model::{ClaimReview, PlatformKind, ReviewSource, Seen};
+use musebot::relevance::{Embedder, RelevanceConfig};
+
+mod common;
+#[path = "../tests/common/llm.rs"]
+mod llm;
+
+fn models(relevance: &RelevanceConfig) -> Models {
+    Models {
+        model: musebot::claims::model_id(&relevance.model),
+        multilingual: String::new(),
+    }
+}
+
+/// The Snopes fact-checks of CheckThat!.
+fn claims(dir: &Path) -> Vec<Entry> {
+    let text = std::fs::read_to_string(dir.join("vclaims.jsonl")).expect("vclaims.jsonl");
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            let id = v["vclaim_id"].as_str()?.trim_start_matches("vclaim-sno-").to_string();
+            Some(Entry {
+                review: ClaimReview {
+                    url: format!("https://www.snopes.com/fact-check/{id}/"),
+                    publisher: "Snopes".into(),
+                    publisher_site: Some("snopes.com".into()),
+                    claim: v["vclaim"].as_str()?.to_string(),
+                    claimant: None,
+                    rating: String::new(),
+                    rating_value: None,
+                    best_rating: None,
+                    worst_rating: None,
+                    reviewed: None,
+                    language: Some("en".into()),
+                    appearances: Vec::new(),
+                    source: ReviewSource::Corpus,
+                    claim_cosine: None,
+                    other_claim: false,
+                    same_claim: false,
+                    fact_checker: None,
+                },
+                title: v["title"].as_str().unwrap_or("").to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The recorded stream: (text, language tag, whether it repeats a claim).
+fn stream(data: &Path, n: usize) -> Vec<(String, Option<String>, bool)> {
+    let tweets: Vec<String> =
+        std::fs::read_to_string(data.join("claim-matching/CT2022-Task2A-EN-Train-Dev_Queries.tsv"))
+            .expect("the CheckThat! tweets")
+            .lines()
+            .filter_map(|l| l.split_once('\t').map(|(_, t)| t.to_string()))
+            .collect();
+    let mut unrelated: Vec<(String, Option<String>)> = Vec::new();
+    if let Ok(t) = std::fs::read_to_string(data.join("language-id/tweetlid2014-train.tsv")) {
+        for l in t.lines().skip(1) {
+            let cols: Vec<&str> = l.splitn(4, '\t').collect();
+            if cols.len() == 4 {
+                unrelated.push((cols[3].to_string(), None));
+            }
+        }
+    }
+    if let Ok(t) = std::fs::read_to_string(data.join("extraction/ground-truth.json")) {
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
+        for article in v.as_object().into_iter().flat_map(|o| o.values()) {
+            for s in article["articleBody"].as_str().unwrap_or("").split(". ") {
+                if s.len() > 20 {
+                    unrelated.push((s.chars().take(300).collect(), Some("en".into())));
+                }
+            }
+        }
+    }
+    for p in common::posts(data, usize::MAX) {
+        unrelated.push((p, Some("en".into())));
+    }
+    let mut rng = fastrand::Rng::with_seed(7);
+    let mut out = Vec::with_capacity(n);
+    let (mut t, mut u) = (0, 0);
+    for i in 0..n {
+        if i % 100 == 0 {
+            out.push((tweets[t % tweets.len()].clone(), Some("en".into()), true));
+            t += 1;
+        } else {
+            let (text, lang) = unrelated[u % unrelated.len()].clone();
+            out.push((text, lang, false));
+            u += 1;
+        }
+    }
+    rng.shuffle(&mut out);
+    out
+}
+
+fn seen(i: usize, text: &str, lang: &Option<String>) -> Seen {
+    Seen {
+        platform: PlatformKind::Bluesky,
+        id: format!("at://did:plc:bench{i}/app.bsky.feed.post/{i}"),
+        cid: None,
+        author_id: format!("did:plc:bench{}", i % 5000),
+        author_handle: None,
+        author_is_bot: false,
+        author_nobot: false,
+        text: text.to_string(),
+        langs: lang.iter().cloned().collect(),
+        created_at: chrono::Utc::now(),
+        is_reply: false,
+        public: true,
+        cursor: Some(("bluesky:jetstream".into(), i.to_string())),
+    }
+}
+
+/// The child: opens the corpus as the daemon does and replays the stream through the watch.
+fn replay(corpus: &Path, data: &Path, n: usize) {
+    let sandbox = common::sandbox();
+    let relevance = common::english(&sandbox);
+    let embedder = Arc::new(Embedder::load(&relevance).unwrap());
+    let matcher = Arc::new(
+        Matcher::open(
+            corpus,
+            Some(embedder),
+            None,
+            &models(&relevance),
+            &ClaimsConfig::default(),
+        )
+        .unwrap()
+        .unwrap(),
+    );
+    let held = matcher.warm().unwrap();
+    let config = WatchConfig::default();
+    let posts = stream(data, n);
+    let repeats = posts.iter().filter(|p| p.2).count();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (times, fates, secs) = runtime.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(Instant, Seen)>(config.batch * musebot::watch::QUEUE_BATCHES);
+        let producer = {
+            let posts = posts.clone();
+            tokio::spawn(async move {
+                for (i, (text, lang, _)) in posts.iter().enumerate() {
+                    if tx.send((Instant::now(), seen(i, text, lang))).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        let started = Instant::now();
+        let mut times = Vec::with_capacity(posts.len());
+        let mut fates: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let linger = std::time::Duration::from_millis(config.linger_ms);
+        // The daemon's loop (`Watch::run`) around the cheap path.
+        while let Some(first) = rx.recv().await {
+            let mut batch = vec![first];
+            let deadline = tokio::time::Instant::now() + linger;
+            while batch.len() < config.batch {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => break,
+                    p = rx.recv() => match p { Some(p) => batch.push(p), None => break },
+                }
+            }
+            let (m, c) = (matcher.clone(), config.clone());
+            let (arrived, batch): (Vec<Instant>, Vec<Seen>) = batch.into_iter().unzip();
+            let decided = tokio::task::spawn_blocking(move || {
+                musebot::watch::cheap::decide(&m, &c, &batch, chrono::Utc::now()).unwrap()
+            })
+            .await
+            .unwrap();
+            let now = Instant::now();
+            for (at, fate) in arrived.iter().zip(&decided) {
+                times.push((now - *at).as_secs_f64() * 1000.0);
+                *fates.entry(fate.as_str()).or_default() += 1;
+            }
+        }
+        producer.await.unwrap();
+        (times, fates, started.elapsed().as_secs_f64())
+    });
+    println!(
+        "watch: {:.0} posts/s sustained, post-to-decision {}, peak RSS {:.0} MB ({} posts, {repeats} repeating a checked claim; {held} fact-check vectors; batch {}, linger {} ms; kernel {})",
+        posts.len() as f64 / secs,
+        common::p50_p99_ms(&times),
+        common::peak_rss_mb(),
+        posts.len(),
+        config.batch,
+        config.linger_ms,
+        musebot::claims::vectors::kernel()
+    );
+    println!("watch: fates {fates:?}");
+    // Today's path beside it: every post through the mention's match step, one at a time.
+    let first: Vec<_> = posts.iter().take(1000).collect();
+    let started = Instant::now();
+    let mut each = Vec::new();
+    for (text, lang, _) in &first {
+        let t = Instant::now();
+        let _ = matcher.find(text, lang.as_deref().or(Some("en")), 10);
+        each.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    println!(
+        "one post at a time (Matcher::find, the mention's match step): {:.0} posts/s, per post {} ({} posts)",
+        first.len() as f64 / started.elapsed().as_secs_f64(),
+        common::p50_p99_ms(&each),
+        first.len()
+    );
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    let n: usize = std::env::var("MUSEBOT_BENCH_WATCH_POSTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40_000);
+    if let Some(at) = argv.iter().position(|a| a == "--replay") {
+        match (argv.get(at + 1), argv.get(at + 2)) {
+            (Some(corpus), Some(data)) => replay(Path::new(corpus), Path::new(data), n),
+            _ => eprintln!("usage: watch --replay CORPUS DATA"),
+        }
+        return;
+    }
+    let Some((_, data)) = common::args("watch", 0) else {
+        return;
+    };
+    let dir = data.join("claim-matching");
+    if !dir.join("vclaims.jsonl").exists() {
+        eprintln!("skipped: {} is absent", dir.display());
+        return;
+    }
+    let target: usize = std::env::var("MUSEBOT_BENCH_CLAIMS_AT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let sandbox = common::sandbox();
+    let relevance = common::english(&sandbox);
+    let embedder = Arc::new(Embedder::load(&relevance).unwrap());
+    let claims = claims(&dir);
+    // The corpus is kept between runs (its own folder in the cache): built once per size.
+    let cache = PathBuf::from(std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| "/tmp".into()))
+        .join(format!("bench-watch-corpus-{target}"));
+    if !cache.join(".complete").exists() {
+        let _ = std::fs::remove_dir_all(&cache);
+        let started = Instant::now();
+        let mut importer = Importer::open(&cache, Some(embedder.clone()), None, models(&relevance), target).unwrap();
+        let texts: Vec<String> = claims.iter().map(musebot::claims::import::embedded_text).collect();
+        let vectors = embedder.embed(&texts).unwrap();
+        let mut added = 0;
+        'fill: for copy in 0.. {
+            for (e, v) in claims.iter().zip(&vectors) {
+                if added >= target {
+                    break 'fill;
+                }
+                let mut e = e.clone();
+                if copy > 0 {
+                    e.review.url = format!("{}copy-{copy}", e.review.url);
+                }
+                importer.offer_embedded(&e.review.url.clone(), e, v.clone()).unwrap();
+                added += 1;
+            }
+        }
+        importer.finish().unwrap();
+        std::fs::write(cache.join(".complete"), b"").unwrap();
+        println!(
+            "corpus: {added} fact-checks ({} embedded, the rest copies) in {:.0} s",
+            claims.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let me = std::env::current_exe().unwrap();
+    let status = std::process::Command::new(me)
+        .arg("--replay")
+        .arg(&cache)
+        .arg(&data)
+        .status()
+        .unwrap();
+    if !status.success() {
+        eprintln!("the replay failed: {status}");
+    }
+}

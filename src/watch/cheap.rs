@@ -1,0 +1,111 @@
+//! The watch's cheap path over one batch of posts, cheapest test first: language and length,
+//! then the words-only prefilter (the summed rarity of the post's words among the corpus's
+//! claims: a term dictionary lookup a word), then — only for what passed — one embedding run
+//! and one scan of the claims' vectors for the whole batch (`Matcher::same_claims`), then the
+//! stance of each post that matched ([`super::stance`]). No LLM call, no request, no write:
+//! a pure function of the corpus and the posts, which the bench runs as the daemon does.
+
+use crate::claims::matcher::{clean_post, Matcher, Space};
+use crate::claims::CorpusError;
+use crate::config::WatchConfig;
+use crate::model::Seen;
+
+use super::stance::{stance, Stance};
+
+/// What the cheap path made of one post. Closed: the metrics name each.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fate {
+    /// Not in a watched language.
+    Language,
+    /// Too short to hold a claim, or too old when seen.
+    Length,
+    /// Its words are not the corpus's claims' words.
+    Words,
+    /// Embedded and scanned: no review of its claim.
+    NoMatch,
+    /// It matched a review's claim but does not assert it.
+    NotAsserted { review: String, stance: Stance },
+    /// It asserts the claim of the review at `review` (its URL), with that cosine.
+    Asserts { review: String, claim: String, cosine: f32 },
+}
+
+impl Fate {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Fate::Language => "language",
+            Fate::Length => "length",
+            Fate::Words => "words",
+            Fate::NoMatch => "no_match",
+            Fate::NotAsserted { .. } => "not_asserted",
+            Fate::Asserts { .. } => "asserts",
+        }
+    }
+}
+
+/// The fate of each of `posts`, in order (CPU-bound: call from a blocking thread).
+pub fn decide(
+    matcher: &Matcher,
+    config: &WatchConfig,
+    posts: &[Seen],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<Fate>, CorpusError> {
+    let searcher = matcher.searcher();
+    let mut fates: Vec<Option<Fate>> = vec![None; posts.len()];
+    // The posts left for the vectors, by space: (index, cleaned text).
+    let mut english: Vec<(usize, String)> = Vec::new();
+    let mut multilingual: Vec<(usize, String)> = Vec::new();
+    let max_age = chrono::Duration::seconds(config.max_age_secs as i64);
+    for (i, post) in posts.iter().enumerate() {
+        let text = clean_post(&post.text);
+        if text.chars().count() < config.min_chars || now - post.created_at > max_age {
+            fates[i] = Some(Fate::Length);
+            continue;
+        }
+        let language = crate::lang::of(post.langs.first().map(String::as_str), &text);
+        // A post whose language is not tagged nor sure from its words is left to the words and
+        // the vectors (the English model's space): a short post is often too short to tell.
+        let watched = match language.as_deref().and_then(|l| crate::lang::primary(Some(l))) {
+            Some(l) => config.languages.iter().any(|w| w.eq_ignore_ascii_case(&l)),
+            None => true,
+        };
+        if !watched {
+            fates[i] = Some(Fate::Language);
+            continue;
+        }
+        if matcher.word_score(&searcher, &text) < config.min_word_score {
+            fates[i] = Some(Fate::Words);
+            continue;
+        }
+        match matcher.space(crate::lang::primary(language.as_deref()).as_deref()) {
+            Space::English => english.push((i, text)),
+            Space::Multilingual => multilingual.push((i, text)),
+            // No vectors for this language: nothing can be decided the same claim.
+            Space::WordsOnly => fates[i] = Some(Fate::NoMatch),
+        }
+    }
+    for (space, group) in [(Space::English, english), (Space::Multilingual, multilingual)] {
+        if group.is_empty() {
+            continue;
+        }
+        let texts: Vec<String> = group.iter().map(|(_, t)| t.clone()).collect();
+        let found = matcher.same_claims(&searcher, &texts, space)?;
+        let bar = matcher.threshold(space) + config.same_claim_margin;
+        for ((i, _), best) in group.into_iter().zip(found) {
+            fates[i] = Some(match best.filter(|(cosine, _)| *cosine >= bar) {
+                None => Fate::NoMatch,
+                Some((cosine, entry)) => match stance(&posts[i].text, &entry.review.claim) {
+                    Stance::Asserts => Fate::Asserts {
+                        review: entry.review.url,
+                        claim: entry.review.claim,
+                        cosine,
+                    },
+                    other => Fate::NotAsserted {
+                        review: entry.review.url,
+                        stance: other,
+                    },
+                },
+            });
+        }
+    }
+    Ok(fates.into_iter().map(|f| f.unwrap_or(Fate::NoMatch)).collect())
+}
