@@ -5,9 +5,11 @@
 //! - mastodon-mock's local public timeline (`public:local` streaming): a post asserting the
 //!   checked claim goes to the moderators' review queue (`status` lists it), a post refuting it
 //!   and a post about something else do not, and nothing is posted by itself;
-//! - the reference Bluesky network's firehose (its PDS's `com.atproto.sync.subscribeRepos`),
-//!   `watch.auto_label = true`: a post repeating the claim gets the labeler's label, seen by a
-//!   subscriber; a post refuting it and a post with nothing to match get none; no reply.
+//! - the reference Bluesky network's firehose (its PDS's `com.atproto.sync.subscribeRepos`): at
+//!   the shipped settings a post repeating the claim is held until a moderator's `approve`,
+//!   then carries the labeler's label, seen by a subscriber; with `watch.auto_label = true`
+//!   (after a restart, which takes nothing up twice) a repeat is labelled at once; a post
+//!   refuting it and a post with nothing to match get none; never a reply.
 //!
 //! Jetstream's format is tested on fixtures in the real wire format
 //! (`src/platform/bluesky/jetstream.rs`, `tests/fixtures/jetstream/`): no local Jetstream exists.
@@ -26,6 +28,7 @@ const CHECK: &str = "/2025/05/lemon-water/";
 const CLAIM: &str = "Drinking hot lemon water cures COVID-19";
 const ASSERTS: &str = "A glass of hot lemon water cures COVID-19. Drink it every morning.";
 const REFUTES: &str = "No, hot lemon water does not cure COVID-19. That is a myth.";
+const ASSERTS_AGAIN: &str = "Drinking hot lemon water cures COVID-19. Tell everyone you know.";
 const UNRELATED: &str = "Lovely sunny weather in Lisbon today, off to the beach with the kids and the dog.";
 
 fn musebot(args: &[&str]) -> (i32, String, String) {
@@ -170,10 +173,11 @@ async fn a_local_post_repeating_a_checked_claim_goes_to_the_moderators_and_nothi
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_post_on_the_firehose_repeating_a_checked_claim_is_labelled_and_a_refutation_is_not() {
+async fn a_post_on_the_firehose_repeating_a_checked_claim_is_labelled_on_approval_or_at_once_and_a_refutation_never() {
     use common::bluesky::{bluesky_config, carries, Network};
     let Some(net) = Network::shared() else { return };
     let labeler = net.labeler.as_ref().expect("the full network runs a labeler");
+    let moderator = net.account("mod").await;
     let sandbox = Sandbox::load();
     let site = checker_site().await;
     let search = web::SearchServer::start(|_| Vec::new()).await;
@@ -182,14 +186,10 @@ async fn a_post_on_the_firehose_repeating_a_checked_claim_is_labelled_and_a_refu
     let port = free_port();
     let pages = free_port();
     let extra = format!(
-        "plc_directory = \"{}\"\n\n[bluesky.labeler]\nenabled = true\nevidence_listen = \"127.0.0.1:{pages}\"\nevidence_url = \"http://127.0.0.1:{pages}/labels\"\n{}",
+        "plc_directory = \"{}\"\n\n[bluesky.labeler]\nenabled = true\nevidence_listen = \"127.0.0.1:{pages}\"\nevidence_url = \"http://127.0.0.1:{pages}/labels\"\n{}\n[moderation]\nbluesky_moderators = [\"{}\"]\n",
         net.plc,
-        watch_extra(
-            &sandbox,
-            &search,
-            &site,
-            "bluesky = \"relay\"\nmastodon = false\nauto_label = true"
-        )
+        watch_extra(&sandbox, &search, &site, "bluesky = \"relay\"\nmastodon = false"),
+        moderator.handle
     );
     let user = net.labeler_user().await;
     let cfg = bluesky_config(
@@ -209,21 +209,30 @@ async fn a_post_on_the_firehose_repeating_a_checked_claim_is_labelled_and_a_refu
     let (code, out, err) = musebot(&["labeler", "setup", "--config", cfg_path.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}\n{err}");
     net.labeler_services(&labeler.did).await;
-    // The labeler account is shared by the suite's tests: what it had posted before this one.
-    let posted_before = user.records_of(&user.did).await.len();
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
     wait_log(&daemon, "the network watch is on", 1).await;
     wait_log(&daemon, "network stream connected", 1).await;
 
+    // The shipped default: the match is held for a moderator, and nothing is labelled yet.
     let alice = net.account("alice").await;
     let unrelated = alice.post(UNRELATED, None, json!([]), None).await;
     let refutes = alice.post(REFUTES, None, json!([]), None).await;
     let asserts = alice.post(ASSERTS, None, json!([]), None).await;
+    wait_log(&daemon, "draft held for a moderator's review", 1).await;
+    let seen = net.posts_seen_with(&[&asserts.uri], Some(&labeler.did)).await;
+    assert!(!carries(&seen[0], &labeler.did, "fc-false"), "{seen:#?}");
+    assert!(!daemon.log_text().contains("label emitted"), "held, not labelled");
+    // The moderator approves it: the label goes on the post.
+    let text = format!("@{} approve bluesky:watch:{}", user.handle, asserts.uri);
+    let facets = json!([{
+        "index": {"byteStart": 0, "byteEnd": 1 + user.handle.len()},
+        "features": [{"$type": "app.bsky.richtext.facet#mention", "did": user.did}],
+    }]);
+    moderator.post(&text, None, facets, None).await;
     wait_log(&daemon, "label emitted", 1).await;
     net.wait_until_seen(&asserts.uri, &labeler.did, "fc-false", true).await;
     // The others were decided in the same batches or before: none carries a label.
-    wait_log(&daemon, "a watched post asserts a checked claim", 1).await;
     let views = net
         .posts_seen_with(&[&unrelated.uri, &refutes.uri], Some(&labeler.did))
         .await;
@@ -231,10 +240,6 @@ async fn a_post_on_the_firehose_repeating_a_checked_claim_is_labelled_and_a_refu
     for view in &views {
         assert!(!carries(view, &labeler.did, "fc-false"), "{view:#}");
     }
-    // Never a reply, and never a question to the LLM: the corpus and the live page decide.
-    let posted = user.records_of(&user.did).await;
-    assert_eq!(posted.len(), posted_before, "{posted:#?}");
-    assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "no LLM call");
     let metrics = daemon.http_get("/metrics").await;
     for event in ["taken", "not_asserted"] {
         assert!(
@@ -244,5 +249,32 @@ async fn a_post_on_the_firehose_repeating_a_checked_claim_is_labelled_and_a_refu
             "{event}: {metrics}"
         );
     }
+    let _ = daemon.terminate(Duration::from_secs(10));
+
+    // `watch.auto_label = true` and a restart: a new repeat is labelled at once, and the first
+    // post is not taken up again (the stream resumes from its cursor, the job is the post's).
+    let cfg = cfg.replace("mastodon = false\n", "mastodon = false\nauto_label = true\n");
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    wait_log(&daemon, "network stream connected", 1).await;
+    let carol = net.account("carol").await;
+    let again = carol.post(ASSERTS_AGAIN, None, json!([]), None).await;
+    wait_log(&daemon, "label emitted", 1).await;
+    net.wait_until_seen(&again.uri, &labeler.did, "fc-false", true).await;
+    let log = daemon.log_text();
+    assert_eq!(
+        log.matches("a watched post asserts a checked claim").count(),
+        1,
+        "{log}"
+    );
+    // Never a reply to a watched post, and never a question to the LLM: the corpus and the
+    // live page decide (the bot's only posts answer the moderator's command).
+    for r in user.records_of(&user.did).await {
+        let parent = r["value"]["reply"]["parent"]["uri"].as_str().unwrap_or("");
+        for post in [&unrelated, &refutes, &asserts, &again] {
+            assert_ne!(parent, post.uri, "{r:#}");
+        }
+    }
+    assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "no LLM call");
     let _ = daemon.terminate(Duration::from_secs(10));
 }
