@@ -212,7 +212,7 @@ impl Metrics {
         let watch_posts = Family::<ReportLabel, Counter>::default();
         registry.register(
             "watch_posts",
-            "Posts the network watch saw, by platform and fate (language|length|words|no_match|not_asserted|exempt|seen_before|capped|taken)",
+            "Posts the network watch saw, by platform and fate (language|length|words|no_match|not_asserted|exempt|seen_before|capped|taken|failed)",
             watch_posts.clone(),
         );
         Arc::new(Metrics {

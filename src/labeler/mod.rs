@@ -61,9 +61,11 @@ pub fn value(config: &LabelerConfig, job: &Job) -> Option<LabelValue> {
         return None;
     }
     let value = LabelValue::of(draft.verdict?)?;
-    // A watched post is labelled only on a published fact-check of its very claim.
-    let least = match job.trigger.cause {
+    // A watched post is labelled only on a published fact-check of its very claim, and so is
+    // a re-check of its answer.
+    let least = match &job.trigger.cause {
         Cause::Watch { .. } => Confidence::FactCheck,
+        Cause::Recheck { of, .. } if crate::model::is_watch_job_id(job.trigger.platform, of) => Confidence::FactCheck,
         _ => config.min_confidence,
     };
     (confidence(job) >= least).then_some(value)

@@ -44,7 +44,7 @@ pub use retrieval::{
 };
 pub use review::{Review, ReviewDecision};
 pub use seen::Seen;
-pub use trigger::{report_job_id, watch_job_id, Account, Cause, RecheckWhy, Trigger};
+pub use trigger::{is_watch_job_id, report_job_id, watch_job_id, Account, Cause, RecheckWhy, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;
 pub use verification::{Verification, Verified};

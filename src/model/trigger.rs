@@ -204,6 +204,12 @@ pub fn watch_job_id(platform: PlatformKind, post: &str) -> String {
     format!("{}:watch:{post}", platform.as_str())
 }
 
+/// Whether `id` is a watched post's job id on `platform`.
+pub fn is_watch_job_id(platform: PlatformKind, id: &str) -> bool {
+    id.strip_prefix(platform.as_str())
+        .is_some_and(|rest| rest.starts_with(":watch:"))
+}
+
 /// The job id of a reported post: however many reports name it, one job.
 pub fn report_job_id(platform: PlatformKind, post: &str) -> String {
     format!("{}:report:{post}", platform.as_str())
@@ -233,5 +239,23 @@ impl Trigger {
             created_at: Utc::now(),
             text: String::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watched_posts_job_id_is_known_by_its_platform_and_room() {
+        let id = watch_job_id(PlatformKind::Bluesky, "at://did:plc:x/app.bsky.feed.post/3k");
+        assert!(is_watch_job_id(PlatformKind::Bluesky, &id));
+        assert!(!is_watch_job_id(PlatformKind::Mastodon, &id));
+        assert!(!is_watch_job_id(PlatformKind::Mastodon, "mastodon:42"));
+        assert!(!is_watch_job_id(PlatformKind::Mastodon, "mastodon:tag:watch:1"));
+        assert!(is_watch_job_id(
+            PlatformKind::Mastodon,
+            &watch_job_id(PlatformKind::Mastodon, "42")
+        ));
     }
 }

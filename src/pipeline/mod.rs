@@ -91,9 +91,14 @@ impl Pipeline {
 
     /// A watched post's draft: the fact-check corpus's deciding reviews only (no search, no
     /// LLM call); without a corpus (the baseline), nothing found.
-    pub async fn draft_known(&self, post: &Post, retrieval: &mut Retrieval) -> Result<(Draft, Usage), PipelineError> {
+    pub async fn draft_known(
+        &self,
+        post: &Post,
+        retrieval: &mut Retrieval,
+        only: Option<&str>,
+    ) -> Result<(Draft, Usage), PipelineError> {
         match &self.muse {
-            Some(m) => muse::known::draft_known(m, post, retrieval).await,
+            Some(m) => muse::known::draft_known(m, post, retrieval, only).await,
             None => Err(PipelineError::Relevance(
                 "the watch needs the muse pipeline's fact-check corpus".into(),
             )),

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::claims::matcher::Matcher;
 use crate::config::WatchConfig;
@@ -69,6 +70,9 @@ pub fn start(
     background.spawn(watch.run(rx, stop.clone()));
 }
 
+/// How often a failing batch is tried (waits of 1, 2, 4, 8 s between).
+const BATCH_TRIES: u32 = 5;
+
 /// Posts waiting for the watch, as batches (a slow corpus slows the sources, never memory).
 pub const QUEUE_BATCHES: usize = 4;
 
@@ -112,18 +116,36 @@ impl Watch {
                     p = posts.recv() => match p { Some(p) => batch.push(p), None => break },
                 }
             }
-            if let Err(e) = self.batch(batch).await {
-                // The cursors stayed where they were: the posts come again after a reconnect.
-                tracing::warn!(error = %e, "a watch batch failed; its posts are read again from the cursor");
+            self.decide_retrying(batch, &stop).await;
+        }
+    }
+
+    /// One batch, tried again with backoff when it fails (a model or store error): the next
+    /// batch would move the cursors past it, so it is not given up lightly. After
+    /// `BATCH_TRIES` its posts are passed over, each logged and counted (`failed`).
+    async fn decide_retrying(&self, batch: Vec<Seen>, stop: &CancellationToken) {
+        let mut wait = Duration::from_secs(1);
+        for attempt in 1..=BATCH_TRIES {
+            let span = tracing::info_span!("watch_batch", posts = batch.len(), attempt);
+            let Err(e) = self.batch(batch.clone()).instrument(span).await else {
+                return;
+            };
+            tracing::warn!(error = %e, attempt, wait_s = wait.as_secs(), "a watch batch failed; trying it again");
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
             }
+            wait *= 2;
+        }
+        for post in &batch {
+            tracing::error!(post = %post.id, "a watched post could not be decided; passed over");
+            self.intake.metrics().watch(post.platform.as_str(), "failed", 1);
         }
     }
 
     /// One batch: decided on a blocking thread, the asserting matches taken up, then the
     /// batch's cursors moved.
     async fn batch(&self, batch: Vec<Seen>) -> anyhow::Result<()> {
-        let span = tracing::info_span!("watch_batch", posts = batch.len());
-        let _entered = span.enter();
         let (matcher, config) = (self.matcher.clone(), self.config.clone());
         let (batch, fates) = tokio::task::spawn_blocking(move || {
             let fates = cheap::decide(&matcher, &config, &batch, chrono::Utc::now());

@@ -19,8 +19,16 @@ impl Run<'_> {
                 tracing::warn!(error = %e, "checkpoint failed; the step may be repeated after a crash");
             }
         };
-        let result = if super::watch::is_watch(job) {
-            self.worker.pipeline.draft_known(&target, &mut retrieval).await
+        let result = if super::watch::answers_watch(job) {
+            // A watched post's own job rests only on the review its match named.
+            let only = match &job.trigger.cause {
+                crate::model::Cause::Watch { review } => Some(review.clone()),
+                _ => None,
+            };
+            self.worker
+                .pipeline
+                .draft_known(&target, &mut retrieval, only.as_deref())
+                .await
         } else {
             self.worker
                 .pipeline
@@ -72,7 +80,7 @@ impl Run<'_> {
 
     /// A debate checks the draft against its evidence; it may be revised or withdrawn.
     pub(super) async fn verify(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
-        if super::watch::is_watch(job) {
+        if super::watch::answers_watch(job) {
             // A watched post's verdict is the published fact-checks', worded by the bot: no
             // words of a model to debate.
             job.verification = Some(Verification {

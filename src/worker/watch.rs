@@ -17,6 +17,23 @@ pub(crate) fn is_watch(job: &Job) -> bool {
     matches!(job.trigger.cause, crate::model::Cause::Watch { .. })
 }
 
+/// Whether the job answers a watched post or re-checks such an answer (its `of` is a watch
+/// job's id): either way only the corpus may decide it — no search, no LLM call, no debate.
+pub(crate) fn answers_watch(job: &Job) -> bool {
+    match &job.trigger.cause {
+        crate::model::Cause::Watch { .. } => true,
+        crate::model::Cause::Recheck { of, .. } => crate::model::is_watch_job_id(job.trigger.platform, of),
+        _ => false,
+    }
+}
+
+/// How long after it was posted a watched post may still be unreadable for indexing lag.
+const INDEXING_LAG_SECS: i64 = 300;
+
+fn young(job: &Job) -> bool {
+    chrono::Utc::now() - job.trigger.created_at < chrono::Duration::seconds(INDEXING_LAG_SECS)
+}
+
 impl Run<'_> {
     /// The resolve stage for a watched post: readable and still wanted, else skipped with the
     /// reason, costing nothing more.
@@ -26,11 +43,22 @@ impl Run<'_> {
         }
         let mut target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
+            // The stream carries a post before the AppView has indexed it: a young post not
+            // found yet is asked for again (with backoff), not given up.
+            Err(crate::platform::PlatformError::Gone(e)) if young(job) => {
+                return Err(StageError::Transient(format!("not readable yet: {e}")))
+            }
             Err(crate::platform::PlatformError::Gone(e)) => {
                 return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e)))
             }
             Err(e) => return super::unresolved(e),
         };
+        // Its stance was read on the words the stream carried: changed since, it is not judged.
+        if target.text.trim() != job.trigger.text.trim() {
+            return Ok(StageOutcome::Skip(SkipReason::Policy(
+                "edited since it was seen".into(),
+            )));
+        }
         target.language = crate::lang::of(target.language.as_deref(), &target.text);
         if let Some(reason) = self.skip_reason(job, &target) {
             return Ok(StageOutcome::Skip(reason));

@@ -127,11 +127,20 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
 /// A watched post's answer, from the fact-check corpus alone (no search, no LLM): the match
 /// step (each same-claim match read on its live page), then the verdict of the deciding
 /// reviews, worded by the bot — or "nothing found" when none decides.
-pub async fn draft_known(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<(Draft, Usage), PipelineError> {
+pub async fn draft_known(
+    m: &Muse,
+    post: &Post,
+    r: &mut Retrieval,
+    only: Option<&str>,
+) -> Result<(Draft, Usage), PipelineError> {
     if r.matches.is_none() {
         let started = std::time::Instant::now();
         run(m, post, r).await?;
         r.record_step("match", started.elapsed().as_millis() as u64, Usage::default());
+    }
+    // `only`: the one review that may decide (a watched post's, whose stance was read).
+    if let (Some(url), Some(matches)) = (only, r.matches.as_mut()) {
+        matches.retain(|c| c.review.url == url);
     }
     let lang = crate::words::language(post.language.as_deref());
     let mut draft = Draft {
