@@ -10,6 +10,11 @@
 //! pages (a hash of the page picks one in three), so Muse's early stop needs more evidence
 //! calls and reading two at once can pay. Tokens per post are printed in all, and the draft
 //! debate's share of them (the trace's `verify` stage).
+//! Last, what one daemon carries at the shipped defaults: every post at once, at most
+//! `daemon.max_jobs_in_flight` running together as the dispatcher runs them, printed as
+//! mentions an hour (wall) and the CPU a mention costs (→ mentions an hour before the cores are
+//! the limit); the scripted LLM serves any number of calls at once, so past these figures the
+//! limit is the LLM endpoint's own throughput.
 //! Every latency and changed setting is printed beside the figures.
 //!
 //! Arguments: [POSTS] (default 10) [DATA_DIR] (default ../shared/data), and the latencies
@@ -121,59 +126,7 @@ async fn main() {
         let (mut wall, mut calls, mut sequential, mut pages_ms, mut total_ms) = (Vec::new(), 0, 0, 0u64, 0u64);
         let (mut tokens, mut debate_tokens) = (0u64, 0u64);
         for (i, text) in posts.iter().enumerate() {
-            let post = Post::text_only(
-                &format!("p{i}"),
-                "someone",
-                text,
-                "2024-01-01T00:00:00Z".parse().unwrap(),
-                Visibility::Public,
-            );
-            let worker = Worker {
-                moderation: musebot::moderation::Moderation::new(config.moderation.clone(), store.clone()),
-                store: store.clone(),
-                platforms: Platforms::new([Platform::DryRun(DryRun::text(
-                    post,
-                    musebot::compose::TextLimits {
-                        max_chars: 500,
-                        chars_per_url: 23,
-                    },
-                ))]),
-                prompts: pipeline.prompts.clone(),
-                pipeline: pipeline.clone(),
-                metrics: Metrics::new(),
-                reply: config.reply.clone(),
-                limits: config.limits.clone(),
-                privacy: config.privacy.clone(),
-                living: musebot::config::LivingConfig {
-                    enabled: false,
-                    ..config.living.clone()
-                },
-                labeler: config.bluesky.labeler.clone(),
-                watch_auto_label: config.watch.auto_label,
-                retry_base: Duration::from_secs(5),
-            };
-            let job = Job::new(Trigger {
-                language: None,
-                platform: PlatformKind::Mastodon,
-                cause: Cause::ModeratorFlag {
-                    moderator: "bench".into(),
-                },
-                event_id: format!("{label}-{i}"),
-                status_id: format!("p{i}"),
-                in_reply_to_id: None,
-                quote_of: None,
-                asked_in_text: true,
-                author: Account {
-                    handle: "bench".into(),
-                    is_bot: false,
-                    is_self: false,
-                    nobot: false,
-                    id: None,
-                },
-                visibility: Visibility::Public,
-                created_at: chrono::Utc::now(),
-                text: String::new(),
-            });
+            let (worker, job) = worker_for(&config, &store, &pipeline, text, &format!("{label}-{i}"), i);
             store.save(&job).unwrap();
             llm.requests.lock().unwrap().clear();
             let before = llm.calls.load(Ordering::SeqCst);
@@ -227,10 +180,130 @@ async fn main() {
             debate_tokens as f64 / n
         );
     }
+    // What one daemon carries: the shipped defaults (verification on, one evidence call at a
+    // time, daemon.max_jobs_in_flight jobs at once), every post at once.
+    late.store(false, Ordering::SeqCst);
+    config.verify.mode = VerifyMode::All;
+    config.relevance.evidence_parallel = 1;
+    let (wall, cpu) = capacity(&config, &posts).await;
+    let n = posts.len() as f64;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as f64;
+    println!();
+    println!(
+        "  capacity, {} posts at once, daemon.max_jobs_in_flight = {}: {:.0} mentions/hour (wall {:.1} s); CPU {:.2} s a mention (stage loop + in-process scripted peers) → {:.0} mentions/hour on {} cores before the CPU is the limit",
+        posts.len(),
+        config.daemon.max_jobs_in_flight,
+        3600.0 * n / wall.max(1e-9),
+        wall,
+        cpu / n,
+        3600.0 * cores / (cpu / n).max(1e-9),
+        cores
+    );
     if let Some((p50, p99)) = summary {
         println!();
         println!("  verification on: p50 {p50:.2} s p99 {p99:.2} s");
     }
+}
+
+/// A worker whose platform serves the post `text` (as `p{i}`), and the job asking about it.
+fn worker_for(
+    config: &Config,
+    store: &Store,
+    pipeline: &musebot::pipeline::Pipeline,
+    text: &str,
+    event: &str,
+    i: usize,
+) -> (Worker, Job) {
+    let post = Post::text_only(
+        &format!("p{i}"),
+        "someone",
+        text,
+        "2024-01-01T00:00:00Z".parse().unwrap(),
+        Visibility::Public,
+    );
+    let worker = Worker {
+        moderation: musebot::moderation::Moderation::new(config.moderation.clone(), store.clone()),
+        store: store.clone(),
+        platforms: Platforms::new([Platform::DryRun(DryRun::text(
+            post,
+            musebot::compose::TextLimits {
+                max_chars: 500,
+                chars_per_url: 23,
+            },
+        ))]),
+        prompts: pipeline.prompts.clone(),
+        pipeline: pipeline.clone(),
+        metrics: Metrics::new(),
+        reply: config.reply.clone(),
+        limits: config.limits.clone(),
+        privacy: config.privacy.clone(),
+        living: musebot::config::LivingConfig {
+            enabled: false,
+            ..config.living.clone()
+        },
+        labeler: config.bluesky.labeler.clone(),
+        watch_auto_label: config.watch.auto_label,
+        retry_base: Duration::from_secs(5),
+    };
+    let job = Job::new(Trigger {
+        language: None,
+        platform: PlatformKind::Mastodon,
+        cause: Cause::ModeratorFlag {
+            moderator: "bench".into(),
+        },
+        event_id: event.to_string(),
+        status_id: format!("p{i}"),
+        in_reply_to_id: None,
+        quote_of: None,
+        asked_in_text: true,
+        author: Account {
+            handle: "bench".into(),
+            is_bot: false,
+            is_self: false,
+            nobot: false,
+            id: None,
+        },
+        visibility: Visibility::Public,
+        created_at: chrono::Utc::now(),
+        text: String::new(),
+    });
+    (worker, job)
+}
+
+/// Every post at once, at most `daemon.max_jobs_in_flight` (the shipped 4) running together as
+/// the dispatcher runs them: the wall time and the process's CPU time (user + system, the
+/// in-process scripted peers included: an upper bound of the daemon's own), in seconds.
+async fn capacity(config: &Config, posts: &[String]) -> (f64, f64) {
+    use futures_util::StreamExt;
+    let store = Store::open_temporary().unwrap();
+    let pipeline = musebot::pipeline::build(config, Some(store.clone()), None, None).unwrap();
+    let jobs: Vec<(Worker, Job)> = posts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let (worker, job) = worker_for(config, &store, &pipeline, text, &format!("capacity-{i}"), i);
+            store.save(&job).unwrap();
+            (worker, job)
+        })
+        .collect();
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    futures_util::stream::iter(jobs)
+        .for_each_concurrent(config.daemon.max_jobs_in_flight, |(worker, job)| async move {
+            worker.run(&job.id).await;
+        })
+        .await;
+    (t.elapsed().as_secs_f64(), cpu_seconds() - cpu)
+}
+
+/// This process's CPU time so far (user + system), from /proc/self/stat (Linux clock ticks,
+/// 100 a second).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(") ").map_or("", |x| x.1);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are the 14th and 15th fields of the line, the 12th and 13th after ")".
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// As [`answer`], but the evidence calls quote only the pages a hash picks (one in three), so

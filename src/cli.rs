@@ -198,6 +198,9 @@ pub enum LabelerCommand {
     Setup {
         #[arg(long, env = "MUSEBOT_CONFIG", default_value = DEFAULT_CONFIG)]
         config: PathBuf,
+        /// The `[[accounts]]` entry whose labeler is set up (default: the `[bluesky]` account).
+        #[arg(long)]
+        account: Option<String>,
     },
 }
 
@@ -287,11 +290,23 @@ pub fn main() -> ExitCode {
         }
         Command::Index { command } => index_command(command),
         Command::Labeler {
-            command: LabelerCommand::Setup { config },
+            command: LabelerCommand::Setup { config, account },
         } => {
             let config = match Config::load(&config) {
                 Ok(c) => c,
                 Err(e) => return config_failure(&e),
+            };
+            let config = match account {
+                None => config,
+                Some(name) => {
+                    match config.accounts().into_iter().find(|a| a.name == name) {
+                        Some(a) => a.config,
+                        None => {
+                            eprintln!("--account: no [[accounts]] entry is named `{name}` — use one of the names in the config");
+                            return std::process::ExitCode::from(2);
+                        }
+                    }
+                }
             };
             quiet_logs(&config.log);
             runtime(async {

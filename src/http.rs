@@ -46,6 +46,11 @@ async fn healthz(State(m): State<SharedMetrics>) -> impl IntoResponse {
         "budget": m.budget_state(),
         "index_refresher": m.index_refresher_state(),
         "reports": reports,
+        "accounts": m
+            .named_accounts()
+            .into_iter()
+            .map(|(name, a)| (name, serde_json::json!({"budget": a.budget_state()})))
+            .collect::<serde_json::Map<_, _>>(),
     });
     let code = if ok {
         StatusCode::OK

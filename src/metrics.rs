@@ -80,7 +80,11 @@ pub enum ConnState {
 }
 
 pub struct Metrics {
-    pub registry: Registry,
+    /// The registry `/metrics` encodes: the default account's families at its top, each
+    /// named account's in a sub-registry labelled `account="<name>"` ([`Metrics::account`]).
+    registry: Mutex<Registry>,
+    /// The named accounts' own metrics, shown in `/healthz` beside the default account's.
+    accounts: Mutex<Vec<(String, SharedMetrics)>>,
     pub mentions_received: Family<PlatformLabel, Counter>,
     pub jobs: Family<OutcomeLabel, Counter>,
     pub triggers: Family<TriggerLabel, Counter>,
@@ -123,6 +127,33 @@ pub type SharedMetrics = Arc<Metrics>;
 impl Metrics {
     pub fn new() -> SharedMetrics {
         let mut registry = Registry::with_prefix("musebot");
+        let mut m = Self::register(&mut registry);
+        m.registry = Mutex::new(registry);
+        Arc::new(m)
+    }
+
+    /// A named account's metrics: the same families, in the same `/metrics`, each sample
+    /// labelled `account="<name>"`; its connections, report readers and budget in `/healthz`
+    /// as `<platform>@<name>` and under `accounts`.
+    pub fn account(&self, name: &str) -> SharedMetrics {
+        let child = {
+            let mut registry = self.registry.lock().expect("metrics lock");
+            let sub = registry.sub_registry_with_label(("account".into(), name.to_string().into()));
+            Arc::new(Self::register(sub))
+        };
+        self.accounts
+            .lock()
+            .expect("metrics lock")
+            .push((name.to_string(), child.clone()));
+        child
+    }
+
+    /// The named accounts' metrics.
+    pub fn named_accounts(&self) -> Vec<(String, SharedMetrics)> {
+        self.accounts.lock().expect("metrics lock").clone()
+    }
+
+    fn register(registry: &mut Registry) -> Metrics {
         let mentions_received = Family::<PlatformLabel, Counter>::default();
         let jobs = Family::<OutcomeLabel, Counter>::default();
         let triggers = Family::<TriggerLabel, Counter>::default();
@@ -215,8 +246,9 @@ impl Metrics {
             "Posts the network watch saw, by platform and fate (language|length|words|no_match|not_asserted|exempt|seen_before|capped|taken|failed)",
             watch_posts.clone(),
         );
-        Arc::new(Metrics {
-            registry,
+        Metrics {
+            registry: Mutex::new(Registry::default()),
+            accounts: Mutex::new(Vec::new()),
             watch_posts,
             mentions_received,
             jobs,
@@ -239,7 +271,7 @@ impl Metrics {
             search_backends: Mutex::new(BTreeMap::new()),
             reports,
             report_readers: Mutex::new(BTreeMap::new()),
-        })
+        }
     }
 
     pub fn mention(&self, platform: &str) {
@@ -404,8 +436,13 @@ impl Metrics {
         );
     }
 
+    /// Each report reader, the named accounts' as `<platform>@<account>`.
     pub fn report_readers(&self) -> BTreeMap<String, serde_json::Value> {
-        self.report_readers.lock().expect("metrics lock").clone()
+        let mut out = self.report_readers.lock().expect("metrics lock").clone();
+        for (name, m) in self.named_accounts() {
+            out.extend(m.report_readers().into_iter().map(|(k, v)| (format!("{k}@{name}"), v)));
+        }
+        out
     }
 
     pub fn set_connection(&self, platform: &str, state: ConnState) {
@@ -415,14 +452,57 @@ impl Metrics {
             .insert(platform.into(), state);
     }
 
+    /// Each connection, the named accounts' as `<platform>@<account>`.
     pub fn connection_states(&self) -> BTreeMap<String, ConnState> {
-        self.connections.lock().expect("metrics lock").clone()
+        let mut out = self.connections.lock().expect("metrics lock").clone();
+        for (name, m) in self.named_accounts() {
+            out.extend(
+                m.connection_states()
+                    .into_iter()
+                    .map(|(k, v)| (format!("{k}@{name}"), v)),
+            );
+        }
+        out
     }
 
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("encoding to a String cannot fail");
+        let registry = self.registry.lock().expect("metrics lock");
+        prometheus_client::encoding::text::encode(&mut out, &registry).expect("encoding to a String cannot fail");
         out
+    }
+}
+
+#[cfg(test)]
+mod account_tests {
+    use super::{ConnState, Metrics};
+
+    /// A named account's samples carry `account="<name>"` in the one exposition, and its
+    /// connections show in `/healthz` as `<platform>@<name>`.
+    #[test]
+    fn each_account_is_labelled_in_metrics_and_health() {
+        let m = Metrics::new();
+        let es = m.account("es");
+        m.mention("mastodon");
+        es.mention("mastodon");
+        es.mention("mastodon");
+        m.set_connection("mastodon", ConnState::Connected);
+        es.set_connection("mastodon", ConnState::Connecting);
+        let text = m.encode();
+        assert!(
+            text.contains("musebot_mentions_received_total{platform=\"mastodon\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l.starts_with("musebot_mentions_received_total")
+                && l.contains("account=\"es\"")
+                && l.ends_with(" 2")),
+            "{text}"
+        );
+        assert_eq!(text.matches("# EOF").count(), 1);
+        let states = m.connection_states();
+        assert_eq!(states.get("mastodon"), Some(&ConnState::Connected));
+        assert_eq!(states.get("mastodon@es"), Some(&ConnState::Connecting));
     }
 }

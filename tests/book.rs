@@ -46,6 +46,8 @@ fact_checkers = [{ domain = "x.example", path = "/", name = "X" }]
 [budget.prices."<model>"]
 prompt = 0.0
 completion = 0.0
+[[accounts]]
+name = "x"
 "#;
 
 fn as_value(config: &Config) -> toml::Value {

@@ -2,6 +2,7 @@
 //! deny_unknown_fields)`, one `Default`, and [`Config::validate`] that names each bad key with a
 //! fix. The shipped `bot-config.toml` is the defaults, documented; a test keeps the two equal.
 
+mod accounts;
 mod admin;
 mod bluesky;
 mod budget;
@@ -14,6 +15,7 @@ mod reports;
 mod validate;
 mod watch;
 
+pub use accounts::{Account, AccountConfig};
 pub use admin::AdminConfig;
 pub use bluesky::{BlueskyConfig, BlueskyMode};
 pub use budget::{BudgetConfig, Price};
@@ -57,6 +59,9 @@ pub struct Config {
     pub living: LivingConfig,
     pub watch: WatchConfig,
     pub eval: EvalConfig,
+    /// `[[accounts]]`: more accounts served beside the default one (`accounts.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<AccountConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

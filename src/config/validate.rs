@@ -3,6 +3,8 @@
 
 use super::{Config, ConfigProblem, PipelineMode};
 
+#[path = "validate_accounts.rs"]
+mod accounts;
 #[path = "validate_ops.rs"]
 mod ops;
 #[path = "validate_platforms.rs"]
@@ -44,6 +46,7 @@ pub(super) fn validate(c: &Config) -> Vec<ConfigProblem> {
         ops::admin,
         ops::living,
         ops::eval,
+        accounts::accounts,
     ] {
         section(c, &mut p);
     }

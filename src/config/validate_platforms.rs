@@ -9,11 +9,11 @@ use super::{check_url, Problems};
 pub(super) fn mastodon(c: &Config, p: &mut Problems) {
     let m = &c.mastodon;
     if !m.enabled {
-        if !c.bluesky.enabled {
+        if !c.bluesky.enabled && c.accounts.is_empty() {
             p.bad(
                 "mastodon.enabled",
                 "is false and no other platform is enabled".into(),
-                "set mastodon.enabled = true, or bluesky.enabled = true with a [bluesky] section",
+                "set mastodon.enabled = true, or bluesky.enabled = true with a [bluesky] section, or add an [[accounts]] entry",
             );
         }
     } else {

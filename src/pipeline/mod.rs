@@ -74,6 +74,20 @@ impl Pipeline {
         p
     }
 
+    /// The same pipeline whose claim memory reads every account's kept answers (`stores`),
+    /// when it has one.
+    pub fn remembering(&self, stores: Vec<crate::store::Store>) -> Pipeline {
+        let mut p = self.clone();
+        if let Some(m) = &self.muse {
+            if m.memory.is_some() {
+                let mut muse = (**m).clone();
+                muse.memory = Some(muse::recall::Memory { stores });
+                p.muse = Some(Arc::new(muse));
+            }
+        }
+        p
+    }
+
     /// Drafts a reply; `retrieval` holds (and receives) the finished steps, `checkpoint` is
     /// called after each so they survive a crash.
     pub async fn draft(
@@ -214,7 +228,7 @@ pub fn build(
                 matcher: matcher(config, &embedder, &multilingual, &models),
                 claims: config.claims.clone(),
                 memory: (config.living.enabled && config.living.memory)
-                    .then(|| store.clone().map(|store| muse::recall::Memory { store }))
+                    .then(|| store.clone().map(|store| muse::recall::Memory { stores: vec![store] }))
                     .flatten(),
             }))
         }

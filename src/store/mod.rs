@@ -10,6 +10,8 @@ mod kept;
 mod living;
 mod moderation;
 pub mod prune;
+#[cfg(test)]
+mod tests_accounts;
 
 /// A kept answer as the tests make it.
 #[cfg(test)]
@@ -51,6 +53,11 @@ pub struct Store {
     moderation: sled::Tree,
     /// Answered posts kept for re-checking and their timers (`living.rs`).
     living: sled::Tree,
+    /// Opt-outs (`stop`, `#nobot` kept), one tree per platform and server for every account
+    /// that serves it: Bluesky's DIDs hold network-wide; Mastodon's account ids only on
+    /// their server.
+    optouts_bluesky: sled::Tree,
+    optouts_mastodon: sled::Tree,
 }
 
 impl Store {
@@ -60,6 +67,8 @@ impl Store {
 
     fn from_db(db: sled::Db) -> Result<Store, StoreError> {
         Ok(Store {
+            optouts_bluesky: db.open_tree("moderation")?,
+            optouts_mastodon: db.open_tree("moderation")?,
             cursors: db.open_tree("cursors")?,
             jobs: db.open_tree("jobs")?,
             replies: db.open_tree("replies")?,
@@ -71,6 +80,39 @@ impl Store {
             moderation: db.open_tree("moderation")?,
             living: db.open_tree("living")?,
             db,
+        })
+    }
+
+    /// The same store as a named account of the daemon sees it: its own cursors, jobs,
+    /// replies, counters, sessions, moderation and kept answers (trees `{name}/…`), the
+    /// caches shared, and opt-outs shared with every account on the same platform — on
+    /// Mastodon, with those on the same server (`mastodon_host`; the default account's server
+    /// keeps the default account's tree). The empty name is the default account: this store.
+    pub fn account(&self, name: &str, mastodon_host: &str, default_mastodon_host: &str) -> Result<Store, StoreError> {
+        if name.is_empty() {
+            return Ok(self.clone());
+        }
+        let db = &self.db;
+        let own = |tree: &str| db.open_tree(format!("{name}/{tree}"));
+        let optouts_mastodon = if mastodon_host.is_empty() || mastodon_host == default_mastodon_host {
+            self.optouts_mastodon.clone()
+        } else {
+            db.open_tree(format!("optouts/mastodon/{}", mastodon_host.to_lowercase()))?
+        };
+        Ok(Store {
+            cursors: own("cursors")?,
+            jobs: own("jobs")?,
+            replies: own("replies")?,
+            quota: own("quota")?,
+            pending: own("pending")?,
+            sessions: own("sessions")?,
+            moderation: own("moderation")?,
+            living: own("living")?,
+            cache: self.cache.clone(),
+            images: self.images.clone(),
+            optouts_bluesky: self.optouts_bluesky.clone(),
+            optouts_mastodon,
+            db: self.db.clone(),
         })
     }
 

@@ -144,16 +144,17 @@ impl Store {
     /// Records (`Some`) or lifts (`None`) a user's opt-out; `false` when nothing changed.
     pub fn set_opt_out(&self, platform: PlatformKind, handle: &str, out: Option<&OptOut>) -> Result<bool, StoreError> {
         let key = format!("optout:{}:{}", platform.as_str(), handle.to_lowercase());
+        let tree = self.optouts(platform);
         let changed = match out {
-            Some(o) => self.moderation.insert(key, encode(o))?.is_none(),
-            None => self.moderation.remove(key)?.is_some(),
+            Some(o) => tree.insert(key, encode(o))?.is_none(),
+            None => tree.remove(key)?.is_some(),
         };
         self.flush()?;
         Ok(changed)
     }
 
     pub fn opted_out(&self, platform: PlatformKind, handle: &str) -> bool {
-        self.moderation
+        self.optouts(platform)
             .contains_key(format!("optout:{}:{}", platform.as_str(), handle.to_lowercase()))
             .unwrap_or(false)
     }
@@ -221,12 +222,21 @@ impl Store {
 
     /// Every opt-out (for the status command and the admin page).
     pub fn opt_outs(&self) -> Vec<OptOut> {
-        self.moderation
-            .scan_prefix("optout:")
-            .values()
+        let prefix = |p: PlatformKind| format!("optout:{}:", p.as_str());
+        [PlatformKind::Mastodon, PlatformKind::Bluesky]
+            .into_iter()
+            .flat_map(|p| self.optouts(p).scan_prefix(prefix(p)).values())
             .filter_map(Result::ok)
             .filter_map(|v| decode(&v))
             .collect()
+    }
+
+    /// The tree holding `platform`'s opt-outs (shared between accounts: `Store::account`).
+    fn optouts(&self, platform: PlatformKind) -> &sled::Tree {
+        match platform {
+            PlatformKind::Bluesky => &self.optouts_bluesky,
+            PlatformKind::Mastodon => &self.optouts_mastodon,
+        }
     }
 }
 

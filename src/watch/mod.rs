@@ -57,8 +57,12 @@ pub fn start(
     let (tx, rx) = watch.queue();
     for source in sources {
         match source {
-            WatchSource::Bluesky(w) => background.spawn(w.run(intake.clone(), tx.clone(), stop.clone())),
-            WatchSource::Mastodon(w) => background.spawn(w.run(intake.clone(), tx.clone(), stop.clone())),
+            WatchSource::Bluesky(w) => {
+                background.spawn(w.run(intake.clone(), tx.clone(), stop.clone()).in_current_span())
+            }
+            WatchSource::Mastodon(w) => {
+                background.spawn(w.run(intake.clone(), tx.clone(), stop.clone()).in_current_span())
+            }
         };
     }
     drop(tx);
@@ -67,7 +71,7 @@ pub fn start(
         mastodon = config.mastodon,
         "the network watch is on"
     );
-    background.spawn(watch.run(rx, stop.clone()));
+    background.spawn(watch.run(rx, stop.clone()).in_current_span());
 }
 
 /// How often a failing batch is tried (waits of 1, 2, 4, 8 s between).

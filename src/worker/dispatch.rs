@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tracing::Instrument;
 
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
@@ -96,11 +97,15 @@ pub async fn dispatch(
                 set: in_flight.clone(),
                 id,
             };
-            tasks.spawn(async move {
-                worker.run(&guard.id).await;
-                drop(guard);
-                drop(permit);
-            });
+            // In the dispatcher's span (its account's), so every job's log names its account.
+            tasks.spawn(
+                async move {
+                    worker.run(&guard.id).await;
+                    drop(guard);
+                    drop(permit);
+                }
+                .in_current_span(),
+            );
         }
     }
     let running = tasks.len();

@@ -14,9 +14,11 @@ pub const ALICE_TOKEN: &str = "tok-alice";
 pub const BOB_TOKEN: &str = "tok-bob";
 pub const ROBO_TOKEN: &str = "tok-robo";
 pub const NOBOT_TOKEN: &str = "tok-nobot";
+/// A second bot account on the same server (a daemon serving several accounts).
+pub const ES_BOT_TOKEN: &str = "tok-muse-es";
 
 /// A `mastodon-mock` server with seeded accounts: musebot (bot), alice, bob, robo (a bot),
-/// nobody (`#nobot`).
+/// muse_es (a second bot account), nobody (`#nobot`).
 pub struct MockMastodon {
     bot_id: tokio::sync::OnceCell<String>,
     pub port: u16,
@@ -104,6 +106,12 @@ username = "robo"
 display_name = "Robo"
 bot = true
 access_token = "{ROBO_TOKEN}"
+
+[[seed.accounts]]
+username = "muse_es"
+display_name = "Muse Bot ES"
+bot = true
+access_token = "{ES_BOT_TOKEN}"
 
 [[seed.accounts]]
 username = "nobody"

@@ -14,10 +14,32 @@ use super::Muse;
 use crate::model::{Post, Recalled, Retrieval, Usage};
 use crate::pipeline::PipelineError;
 
-/// Claim memory's handle on the store (`living.memory`, `living.keep_days`).
+/// Claim memory's handle on the store (`living.memory`, `living.keep_days`): every account's
+/// kept answers, so a claim one account answered is answered from memory by the others.
 #[derive(Clone)]
 pub struct Memory {
-    pub store: crate::store::Store,
+    pub stores: Vec<crate::store::Store>,
+}
+
+impl Memory {
+    /// The nearest kept claim at or above `threshold` across every account's store: the store
+    /// that holds it, its job id and the cosine.
+    fn nearest(
+        &self,
+        v: &crate::model::ClaimVector,
+        threshold: f32,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<(crate::store::Store, String, f32)>, crate::store::StoreError> {
+        let mut best: Option<(crate::store::Store, String, f32)> = None;
+        for store in &self.stores {
+            if let Some((id, cosine)) = store.nearest_claim(v, threshold, now, &[])? {
+                if best.as_ref().is_none_or(|(_, _, c)| cosine > *c) {
+                    best = Some((store.clone(), id, cosine));
+                }
+            }
+        }
+        Ok(best)
+    }
 }
 
 /// The recall step: fills `Retrieval::recalled`, and, when a kept answer is the same claim,
@@ -40,9 +62,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         m.claims.same_claim
     };
     let now = chrono::Utc::now();
-    let store = memory.store.clone();
-    let found = store.nearest_claim(&v, threshold, now, &[]);
-    let (job_id, cosine) = match found {
+    let (store, job_id, cosine) = match memory.nearest(&v, threshold, now) {
         Ok(Some(x)) => x,
         Ok(None) => return Ok(Usage::default()),
         Err(e) => {
@@ -81,4 +101,39 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         cosine,
     });
     Ok(Usage::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Memory;
+    use crate::model::ClaimVector;
+    use crate::store::Store;
+
+    /// A claim one account answered is found from every account, in the store that keeps it,
+    /// and the nearest across accounts wins.
+    #[test]
+    fn memory_reads_every_accounts_kept_claims() {
+        let root = Store::open_temporary().unwrap();
+        let es = root.account("es", "es.example", "").unwrap();
+        let until = chrono::Utc::now() + chrono::Duration::days(1);
+        let v = |x: Vec<i8>| ClaimVector {
+            space: "english".into(),
+            v: x,
+        };
+        es.save_vector("mastodon:es-1", &v(vec![100, 100, 100, 100]), until)
+            .unwrap();
+        root.save_vector("mastodon:en-1", &v(vec![100, 100, 100, 60]), until)
+            .unwrap();
+        let memory = Memory {
+            stores: vec![root.clone(), es.clone()],
+        };
+        let now = chrono::Utc::now();
+        let (store, id, cosine) = memory.nearest(&v(vec![100, 100, 100, 100]), 0.9, now).unwrap().unwrap();
+        assert_eq!(id, "mastodon:es-1");
+        assert!(cosine > 0.99);
+        assert!(store.nearest_claim(&v(vec![100; 4]), 0.99, now, &[]).unwrap().is_some());
+        let alone = Memory { stores: vec![root] };
+        let (_, id, _) = alone.nearest(&v(vec![100, 100, 100, 100]), 0.9, now).unwrap().unwrap();
+        assert_eq!(id, "mastodon:en-1");
+    }
 }

@@ -1,6 +1,8 @@
-//! Wiring of the long-running daemon: secrets → store → metrics/HTTP → platforms and their
-//! sources → intake → dispatcher. [`run`] takes the config and a shutdown token (cancelled on SIGTERM/SIGINT by
-//! `main`); when the token fires, intake stops first, then in-flight jobs get the grace period.
+//! One account's runtime: its platforms and their sources (mentions, hashtags, reports, the
+//! network watch), its intake, moderation, admin and evidence pages, its living replies and its
+//! dispatcher, over its own view of the store (`Store::account`) and its own metrics, with the
+//! daemon's shared pipeline (models, evidence index, fact-check corpus, claim memory). Several
+//! run side by side in one daemon; one's outage, 429s or revoked token stalls only itself.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,140 +11,110 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use super::connect_with_retry;
+use crate::config::Account;
 use crate::intake::{Intake, Queues};
-use crate::metrics::Metrics;
+use crate::metrics::SharedMetrics;
 use crate::moderation::Moderation;
+use crate::pipeline::Pipeline;
 use crate::platform::bluesky::{jetstream::NetworkWatch, Bluesky};
 use crate::platform::mastodon::{public::PublicWatch, Mastodon};
 use crate::platform::source::Source;
-use crate::platform::{Platform, PlatformError, Platforms};
-use crate::secret;
-use crate::store::Store;
+use crate::platform::{Platform, Platforms};
+use crate::secret::{self, Secret};
+use crate::store::{Retention, Store};
 use crate::worker::{self, Worker};
 
-pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let m = &config.mastodon;
-    let token = if m.enabled {
-        secret::resolve("mastodon.access_token", &m.access_token_env, &m.access_token_file, true)?
-    } else {
-        None
-    };
-    let b = &config.bluesky;
-    let bluesky_password = if b.enabled {
-        secret::resolve("bluesky.app_password", &b.app_password_env, &b.app_password_file, true)?
-    } else {
-        None
-    };
+/// An account and its secrets, read before anything starts.
+pub(super) struct Secrets {
+    pub account: Account,
+    token: Option<Secret>,
+    bluesky_password: Option<Secret>,
+    admin_token: Option<Secret>,
+}
 
-    let ad = &config.admin;
-    let admin_token = if ad.listen.is_empty() {
-        None
-    } else {
-        let t = secret::resolve("admin.token", &ad.token_env, &ad.token_file, true)?;
-        if t.as_ref().is_some_and(|t| t.expose().trim().chars().count() < 16) {
-            anyhow::bail!("admin.token: shorter than 16 characters — put a long random token in the file or variable (e.g. `openssl rand -hex 32`)");
-        }
-        t
-    };
+impl Secrets {
+    pub fn resolve(account: Account) -> anyhow::Result<Secrets> {
+        let config = &account.config;
+        let m = &config.mastodon;
+        let token = if m.enabled {
+            secret::resolve(
+                &account.key("mastodon.access_token"),
+                &m.access_token_env,
+                &m.access_token_file,
+                true,
+            )?
+        } else {
+            None
+        };
+        let b = &config.bluesky;
+        let bluesky_password = if b.enabled {
+            secret::resolve(
+                &account.key("bluesky.app_password"),
+                &b.app_password_env,
+                &b.app_password_file,
+                true,
+            )?
+        } else {
+            None
+        };
 
-    std::fs::create_dir_all(&config.daemon.state_dir).with_context(|| {
-        format!(
-            "daemon.state_dir: cannot create {} — make it writable by the bot's user",
-            config.daemon.state_dir.display()
-        )
-    })?;
-    let store = Store::open(&config.daemon.state_dir).with_context(|| {
-        format!(
-            "daemon.state_dir: cannot open the store in {}",
-            config.daemon.state_dir.display()
-        )
-    })?;
-    let retention = crate::store::Retention {
-        jobs: chrono::Duration::days(config.daemon.keep_days as i64),
-        cache: chrono::Duration::seconds(config.search.cache_ttl_secs as i64),
-        quota: chrono::Duration::days(2),
-    };
-    let repaired = store.repair_pending()?;
-    if repaired > 0 {
-        tracing::warn!(repaired, "re-indexed unfinished jobs after an unclean stop");
-    }
-
-    let metrics = Metrics::new();
-    let mut background = tokio::task::JoinSet::new();
-    if !config.http.listen.is_empty() {
-        let listener = tokio::net::TcpListener::bind(&config.http.listen)
-            .await
-            .with_context(|| {
-                format!(
-                    "http.listen: cannot listen on {} — pick a free port or set \"\" to disable",
-                    config.http.listen
-                )
-            })?;
-        tracing::info!(addr = %listener.local_addr()?, "health and metrics listening");
-        let (metrics, token) = (metrics.clone(), shutdown.clone());
-        background.spawn(async move {
-            if let Err(e) = crate::http::serve(listener, metrics, token).await {
-                tracing::error!(error = %e, "http listener failed");
+        let ad = &config.admin;
+        let admin_token = if ad.listen.is_empty() {
+            None
+        } else {
+            let t = secret::resolve(&account.key("admin.token"), &ad.token_env, &ad.token_file, true)?;
+            if t.as_ref().is_some_and(|t| t.expose().trim().chars().count() < 16) {
+                anyhow::bail!("{}: shorter than 16 characters — put a long random token in the file or variable (e.g. `openssl rand -hex 32`)", account.key("admin.token"));
             }
-        });
-    }
+            t
+        };
 
-    let index_dir = (config.daemon.pipeline == crate::config::PipelineMode::Muse && config.index.enabled())
-        .then(|| config.index.dir(&config.daemon.state_dir));
-    let mut refresher = None;
-    if let Some(dir) = &index_dir {
-        // The index's one writer, opened before the pipeline's reader (which it creates).
-        // Optional: a bot that cannot keep its index still answers (from the web backends),
-        // and the supervisor below tries again every minute.
-        match crate::index::refresh::Refresher::open(&config.index, dir, &config.fetch, Some(metrics.clone())) {
-            Ok(r) => refresher = Some(r),
-            Err(e) => {
-                let why = format!("{e:#}");
-                tracing::error!(error = %why, "the evidence index is not refreshed now; tried again every minute");
-                metrics.set_index_refresher("retrying", Some(&why));
-            }
-        }
+        Ok(Secrets {
+            token,
+            bluesky_password,
+            admin_token,
+            account,
+        })
     }
-    let pipeline = crate::pipeline::build(&config, Some(store.clone()), Some(metrics.clone()), None)?;
-    if let Some(dir) = index_dir {
-        // The feeds' reviews join the fact-check corpus, embedded with the pipeline's models.
-        let sink: Option<Box<dyn Fn() -> crate::index::refresh::ClaimsSink + Send>> =
-            match (&pipeline.muse, config.claims.enabled) {
-                (Some(m), true) => {
-                    let (english, multilingual) = (m.embedder.clone(), m.multilingual.clone());
-                    let models = crate::claims::Models {
-                        model: crate::claims::model_id(&config.relevance.model),
-                        multilingual: if m.multilingual.is_some() {
-                            crate::claims::model_id(&config.relevance.multilingual_model)
-                        } else {
-                            String::new()
-                        },
-                    };
-                    let (claims_dir, max) = (config.claims.dir(&config.daemon.state_dir), config.claims.max_reviews);
-                    Some(Box::new(move || {
-                        crate::index::refresh::ClaimsSink::new(
-                            claims_dir.clone(),
-                            english.clone(),
-                            multilingual.clone(),
-                            models.clone(),
-                            max,
-                        )
-                    }))
-                }
-                _ => None,
-            };
-        background.spawn(supervise_refresher(
-            refresher,
-            config.clone(),
-            dir,
-            metrics.clone(),
-            sink,
-            shutdown.clone(),
-        ));
-    }
+}
+
+/// What the daemon gives each account: its store view and metrics, the shared pipeline.
+pub(super) struct Shared {
+    pub store: Store,
+    pub metrics: SharedMetrics,
+    pub pipeline: Pipeline,
+    pub retention: Retention,
+    pub shutdown: CancellationToken,
+}
+
+/// Spawns `task` in the current span (the account's), so its logs name the account.
+fn spawn_here<F>(set: &mut tokio::task::JoinSet<()>, task: F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    set.spawn(tracing::Instrument::in_current_span(task));
+}
+
+/// Runs one account until shutdown (or until its start fails for good).
+pub(super) async fn run(secrets: Secrets, shared: Shared) -> anyhow::Result<()> {
+    let Secrets {
+        account,
+        token,
+        bluesky_password,
+        admin_token,
+    } = secrets;
+    let Shared {
+        store,
+        metrics,
+        pipeline,
+        retention,
+        shutdown,
+    } = shared;
+    let config = &account.config;
+    let (m, b) = (&config.mastodon, &config.bluesky);
     let prompts = pipeline.prompts.clone();
-
+    let mut background = tokio::task::JoinSet::new();
     let mut platforms = Platforms::default();
     let mut sources = Vec::new();
     // The network watch's sources (`[watch]`), started once intake is built.
@@ -169,7 +141,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             let wake = source.reports_wake.clone();
             if !reports.webhook_listen.is_empty() {
                 let secret = secret::resolve(
-                    "moderation.reports.webhook_secret",
+                    &account.key("moderation.reports.webhook_secret"),
                     &reports.webhook_secret_env,
                     &reports.webhook_secret_file,
                     true,
@@ -179,13 +151,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                     .await
                     .map_err(|e| {
                         anyhow::anyhow!(
-                            "moderation.reports.webhook_listen: cannot listen on {}: {e} — pick a free host:port",
+                            "{}: cannot listen on {}: {e} — pick a free host:port",
+                            account.key("moderation.reports.webhook_listen"),
                             reports.webhook_listen
                         )
                     })?;
                 tracing::info!(listen = %reports.webhook_listen, "Mastodon's report.created webhook is received here");
                 let (wake, metrics, stop) = (wake.clone(), metrics.clone(), shutdown.clone());
-                background.spawn(async move {
+                spawn_here(&mut background, async move {
                     if let Err(e) = crate::webhook::serve(listener, secret, wake, metrics, stop).await {
                         tracing::error!(error = %e, "the report webhook's listener failed");
                     }
@@ -245,7 +218,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         let (w, reconnect) = (&config.watch, Duration::from_secs(b.reconnect_max_secs));
         let watch = w
             .enabled
-            .then(|| NetworkWatch::configured(w, &bluesky.xrpc.service(), reconnect));
+            .then(|| NetworkWatch::configured(w, bluesky.xrpc.service(), reconnect));
         watch_sources.extend(watch.flatten().map(crate::watch::WatchSource::Bluesky));
         platforms.insert(Platform::Bluesky(bluesky));
         sources.push(Source::Bluesky(source));
@@ -297,7 +270,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             .await
             .with_context(|| {
                 format!(
-                    "admin.listen: cannot listen on {} — pick a free loopback port or set \"\" to disable",
+                    "{}: cannot listen on {} — pick a free loopback port or set \"\" to disable",
+                    account.key("admin.listen"),
                     config.admin.listen
                 )
             })?;
@@ -308,7 +282,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             config.admin.recent_jobs,
         ));
         let stop = shutdown.clone();
-        background.spawn(async move {
+        spawn_here(&mut background, async move {
             if let Err(e) = crate::admin::serve(listener, admin, stop).await {
                 tracing::error!(error = %e, "admin page failed");
             }
@@ -320,7 +294,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             .await
             .with_context(|| {
                 format!(
-                    "bluesky.labeler.evidence_listen: cannot listen on {} — pick a free port or set \"\" to serve no evidence pages",
+                    "{}: cannot listen on {} — pick a free port or set \"\" to serve no evidence pages",
+                    account.key("bluesky.labeler.evidence_listen"),
                     l.evidence_listen
                 )
             })?;
@@ -330,7 +305,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             crate::labeler::evidence::resolver(&platforms),
         ));
         let stop = shutdown.clone();
-        background.spawn(async move {
+        spawn_here(&mut background, async move {
             if let Err(e) = crate::labeler::evidence::serve(listener, pages, stop).await {
                 tracing::error!(error = %e, "evidence pages failed");
             }
@@ -355,7 +330,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     if config.living.enabled {
         // A reply's life after posting (`living/`): timers → re-check jobs, the posts
         // followed, and kept claims matched against new reviews.
-        background.spawn(
+        spawn_here(
+            &mut background,
             crate::living::schedule::Scheduler {
                 store: store.clone(),
                 config: config.living.clone(),
@@ -363,7 +339,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             }
             .run(shutdown.clone()),
         );
-        background.spawn(
+        spawn_here(
+            &mut background,
             crate::living::follow::Follower {
                 store: store.clone(),
                 config: config.living.clone(),
@@ -374,7 +351,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         );
         if let Some(m) = &worker.pipeline.muse {
             if let Some(matcher) = &m.matcher {
-                background.spawn(
+                spawn_here(
+                    &mut background,
                     crate::living::rematch::Rematcher {
                         store: store.clone(),
                         config: config.living.clone(),
@@ -392,7 +370,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         // tried again every minute until they resolve.
         let (b, moderation, stop) = (b.clone(), worker.moderation.clone(), shutdown.clone());
         if !moderation.unresolved_blocked().is_empty() {
-            background.spawn(async move {
+            spawn_here(&mut background, async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(60));
                 loop {
                     tokio::select! {
@@ -417,10 +395,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             });
         }
     }
-    background.spawn(crate::store::prune::hourly(store.clone(), retention, shutdown.clone()));
+    spawn_here(
+        &mut background,
+        crate::store::prune::hourly(store.clone(), retention, shutdown.clone()),
+    );
     let intake_stop = shutdown.child_token();
     for source in sources {
-        background.spawn(source.run(intake.clone(), intake_stop.clone()));
+        spawn_here(&mut background, source.run(intake.clone(), intake_stop.clone()));
     }
     if config.watch.enabled {
         let matcher = worker.pipeline.muse.as_ref().and_then(|m| m.matcher.clone());
@@ -441,84 +422,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     background.abort_all();
     while background.join_next().await.is_some() {}
     store.flush()?;
-    tracing::info!("stopped");
     Ok(())
-}
-
-/// Connects to a platform, retrying transient failures (the server may start after us);
-/// `None` when shutdown came first.
-async fn connect_with_retry<T, F, Fut>(
-    name: &'static str,
-    max_wait_secs: u64,
-    connect: F,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<Option<T>>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<T, PlatformError>>,
-{
-    let mut wait = Duration::from_secs(1);
-    loop {
-        match connect().await {
-            Ok(pair) => return Ok(Some(pair)),
-            Err(PlatformError::Fatal(e)) => anyhow::bail!("{name}: {e}"),
-            Err(e) => {
-                tracing::warn!(platform = name, error = %e, wait_s = wait.as_secs(), "not reachable yet; retrying")
-            }
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(None),
-            _ = tokio::time::sleep(wait) => {}
-        }
-        wait = (wait * 2).min(Duration::from_secs(max_wait_secs));
-    }
-}
-
-/// Runs the evidence index's refresher and keeps it running: a refresher that could not be
-/// opened (another one holds the writer lock, the folder is not writable) is opened again
-/// every minute, and one that stops by a panic (feed parsing, tantivy, the prune) is reopened
-/// a minute later — each logged, and shown in `/healthz` as `index_refresher`.
-async fn supervise_refresher(
-    mut first: Option<crate::index::refresh::Refresher>,
-    config: Config,
-    dir: std::path::PathBuf,
-    metrics: crate::metrics::SharedMetrics,
-    sink: Option<Box<dyn Fn() -> crate::index::refresh::ClaimsSink + Send>>,
-    shutdown: CancellationToken,
-) {
-    const AGAIN: Duration = Duration::from_secs(60);
-    loop {
-        let opened = match first.take() {
-            Some(r) => Ok(r),
-            None => crate::index::refresh::Refresher::open(&config.index, &dir, &config.fetch, Some(metrics.clone())),
-        };
-        match opened {
-            Ok(mut r) => {
-                if let Some(make) = &sink {
-                    r = r.with_claims(make());
-                }
-                metrics.set_index_refresher("running", None);
-                match tokio::spawn(r.run(shutdown.clone())).await {
-                    Ok(()) => return,
-                    Err(e) => {
-                        let why = format!("the refresher stopped: {e}");
-                        metrics.error("panic");
-                        tracing::error!(error = %why, "the evidence index refresher stopped; reopened in a minute");
-                        metrics.set_index_refresher("retrying", Some(&why));
-                    }
-                }
-            }
-            Err(e) => {
-                let why = format!("{e:#}");
-                tracing::warn!(error = %why, "the evidence index could not be opened; trying again in a minute");
-                metrics.set_index_refresher("retrying", Some(&why));
-            }
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(AGAIN) => {}
-        }
-    }
 }
 
 /// Bluesky accounts named in the config by handle or DID, as DIDs, resolved once at start and
