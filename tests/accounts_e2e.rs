@@ -16,34 +16,6 @@ use serde_json::{json, Value};
 const HOST: &str = "www.factcheck.org";
 const CHECK: &str = "/2025/05/lemon-water/";
 
-fn scripted(body: &Value) -> String {
-    let system = body["messages"][0]["content"].as_str().unwrap_or("");
-    let user = body["messages"][1]["content"].as_str().unwrap_or("");
-    if system.contains("web search queries") {
-        return json!({"queries": ["lemon water COVID-19 cure"]}).to_string();
-    }
-    if system.contains("You check a reply") {
-        return json!({"verdict": "supported", "reasons": "Every sentence is in the evidence.", "objections": []})
-            .to_string();
-    }
-    if system.contains("Quote passages") {
-        let refute: Vec<String> = page_passages(user)
-            .iter()
-            .take(2)
-            .map(|p| web::first_words(p, 16))
-            .collect();
-        return json!({"refute": refute, "context": []}).to_string();
-    }
-    if system.contains("using only the facts given") {
-        let url = evidence_urls(user, 1)
-            .first()
-            .map(|u| u.to_string())
-            .unwrap_or_default();
-        return format!("This post is false. Health agencies say lemon water cures no viral infection ({url}).");
-    }
-    "none".into()
-}
-
 /// Every status of the account `token` posted, oldest first (read with alice's token).
 async fn statuses_of(mock: &MockMastodon, token: &str) -> Vec<Value> {
     let id = mock.account_id(token).await;
@@ -114,7 +86,7 @@ async fn several_accounts_answer_their_own_mentions_share_memory_and_stay_apart(
         vec![json!({"url": format!("http://{HOST}{CHECK}"), "title": "Lemon water does not cure COVID-19", "content": "no evidence"})]
     })
     .await;
-    let mut script = Script::routed(scripted);
+    let mut script = Script::routed(lemon_water);
     // Slow enough that a kill -9 lands mid-answer.
     script.delay = Duration::from_millis(400);
     let llm = ScriptedLlm::start(script).await;

@@ -32,34 +32,6 @@ fn musebot(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn scripted(body: &Value) -> String {
-    let system = body["messages"][0]["content"].as_str().unwrap_or("");
-    let user = body["messages"][1]["content"].as_str().unwrap_or("");
-    if system.contains("web search queries") {
-        return json!({"queries": ["lemon water COVID-19 cure"]}).to_string();
-    }
-    if system.contains("You check a reply") {
-        return json!({"verdict": "supported", "reasons": "Every sentence is in the evidence.", "objections": []})
-            .to_string();
-    }
-    if system.contains("Quote passages") {
-        let refute: Vec<String> = page_passages(user)
-            .iter()
-            .take(2)
-            .map(|p| web::first_words(p, 16))
-            .collect();
-        return json!({"refute": refute, "context": []}).to_string();
-    }
-    if system.contains("using only the facts given") {
-        let url = evidence_urls(user, 1)
-            .first()
-            .map(|u| u.to_string())
-            .unwrap_or_default();
-        return format!("This post is false. Health agencies say lemon water cures no viral infection ({url}).");
-    }
-    "none".into()
-}
-
 /// The bot's statuses in the thread under `first` (its first part), oldest first.
 fn thread_under(all: &[Value], first: &str) -> Vec<Value> {
     let mut ids = vec![first.to_string()];
@@ -95,7 +67,7 @@ async fn a_check_published_later_updates_the_answer_once_and_a_deleted_post_take
     let site = web::Site::start(BTreeMap::from([(CHECK.to_string(), page)])).await;
     // Web search finds nothing about the claim, today or later: only the check can settle it.
     let search = web::SearchServer::start(|_| Vec::new()).await;
-    let llm = ScriptedLlm::start(Script::routed(scripted)).await;
+    let llm = ScriptedLlm::start(Script::routed(lemon_water)).await;
     let mock = MockMastodon::start().await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
