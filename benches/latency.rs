@@ -243,6 +243,7 @@ fn worker_for(
         },
         labeler: config.bluesky.labeler.clone(),
         watch_auto_label: config.watch.auto_label,
+        watch_label_verdicts: config.watch.label_verdicts(),
         retry_base: Duration::from_secs(5),
     };
     let job = Job::new(Trigger {

@@ -14,8 +14,11 @@
 //! replaying process (a child holding what the daemon holds for this: the English model, the
 //! matcher and its warmed vectors); beside it, in the same run, today's one-post-at-a-time path
 //! (`Matcher::find` on every post, as a mention's match step runs) on the first 1,000 posts.
-//! The scan's SIMD kernel is printed too. The LLM stance call is not part of the path (the
-//! stance is word rules); the live read of a matched fact-check's page is the job's, after.
+//! The scan's SIMD kernel is printed too. The stance of each match is in the path: the shipped
+//! stance model (`crate::stance`: the multilingual model embeds the matched posts and their
+//! claims, one run a batch; loaded as `musebot models install` sets it), and beside it, in the
+//! same run, the word rules alone as the watch decided before the model (no multilingual model
+//! loaded). The live read of a matched fact-check's page is the job's, after.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -138,16 +141,27 @@ fn seen(i: usize, text: &str, lang: &Option<String>) -> Seen {
     }
 }
 
-/// The child: opens the corpus as the daemon does and replays the stream through the watch.
-fn replay(corpus: &Path, data: &Path, n: usize) {
+/// The child: opens the corpus as the daemon does and replays the stream through the watch,
+/// the stance decided by the shipped model (`with_model`) or by the word rules alone.
+fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
     let sandbox = common::sandbox();
     let relevance = common::english(&sandbox);
     let embedder = Arc::new(Embedder::load(&relevance).unwrap());
+    let multilingual = with_model.then(|| {
+        Arc::new(
+            Embedder::load(&RelevanceConfig {
+                model: sandbox["MUSEBOT_EMBED_MODEL_MULTI"].clone(),
+                tokenizer: sandbox["MUSEBOT_EMBED_TOKENIZER_MULTI"].clone(),
+                ..relevance.clone()
+            })
+            .unwrap(),
+        )
+    });
     let matcher = Arc::new(
         Matcher::open(
             corpus,
             Some(embedder),
-            None,
+            multilingual,
             &models(&relevance),
             &ClaimsConfig::default(),
         )
@@ -204,8 +218,13 @@ fn replay(corpus: &Path, data: &Path, n: usize) {
         producer.await.unwrap();
         (times, fates, started.elapsed().as_secs_f64())
     });
+    let how = if with_model {
+        "stance model, shipped"
+    } else {
+        "word rules only, as before the stance model"
+    };
     println!(
-        "watch: {:.0} posts/s sustained, post-to-decision {}, peak RSS {:.0} MB ({} posts, {repeats} repeating a checked claim; {held} fact-check vectors; batch {}, linger {} ms; kernel {})",
+        "watch ({how}): {:.0} posts/s sustained, post-to-decision {}, peak RSS {:.0} MB ({} posts, {repeats} repeating a checked claim; {held} fact-check vectors; batch {}, linger {} ms; kernel {})",
         posts.len() as f64 / secs,
         common::p50_p99_ms(&times),
         common::peak_rss_mb(),
@@ -214,7 +233,10 @@ fn replay(corpus: &Path, data: &Path, n: usize) {
         config.linger_ms,
         musebot::claims::vectors::kernel()
     );
-    println!("watch: fates {fates:?}");
+    println!("watch ({how}): fates {fates:?}");
+    if !with_model {
+        return;
+    }
     // Today's path beside it: every post through the mention's match step, one at a time.
     let first: Vec<_> = posts.iter().take(1000).collect();
     let started = Instant::now();
@@ -239,9 +261,11 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(40_000);
     if let Some(at) = argv.iter().position(|a| a == "--replay") {
-        match (argv.get(at + 1), argv.get(at + 2)) {
-            (Some(corpus), Some(data)) => replay(Path::new(corpus), Path::new(data), n),
-            _ => eprintln!("usage: watch --replay CORPUS DATA"),
+        match (argv.get(at + 1), argv.get(at + 2), argv.get(at + 3)) {
+            (Some(corpus), Some(data), how) => {
+                replay(Path::new(corpus), Path::new(data), n, how.is_none_or(|h| h != "rules"))
+            }
+            _ => eprintln!("usage: watch --replay CORPUS DATA [model|rules]"),
         }
         return;
     }
@@ -293,13 +317,16 @@ fn main() {
         );
     }
     let me = std::env::current_exe().unwrap();
-    let status = std::process::Command::new(me)
-        .arg("--replay")
-        .arg(&cache)
-        .arg(&data)
-        .status()
-        .unwrap();
-    if !status.success() {
-        eprintln!("the replay failed: {status}");
+    for how in ["model", "rules"] {
+        let status = std::process::Command::new(&me)
+            .arg("--replay")
+            .arg(&cache)
+            .arg(&data)
+            .arg(how)
+            .status()
+            .unwrap();
+        if !status.success() {
+            eprintln!("the replay failed: {status}");
+        }
     }
 }

@@ -135,6 +135,7 @@ pub fn worker(
         // Nor is anything labelled (the `DryRun` platform has no labels).
         labeler: config.bluesky.labeler.clone(),
         watch_auto_label: config.watch.auto_label,
+        watch_label_verdicts: config.watch.label_verdicts(),
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     }
 }

@@ -34,6 +34,7 @@ pub mod relevance;
 pub mod retry;
 pub mod search;
 pub mod secret;
+pub mod stance;
 pub mod store;
 pub mod telemetry;
 pub mod watch;

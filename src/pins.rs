@@ -44,6 +44,16 @@ pub const PINS: [(&str, &str, &str); 5] = [
     ),
 ];
 
+/// SHA-256 of the stance model's head (`src/stance/head.json`, compiled into the binary):
+/// `scripts/train-stance.sh` writes the file and this pin together; a head that does not match
+/// decides nothing (the stance model's `head`).
+pub const STANCE_HEAD: &str = "a66b9742f49601027fad04695191db14566ae2fbb0e19210e6c43fa6f93ca94d";
+
+/// Bytes' SHA-256, hex.
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A file's SHA-256, hex.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;

@@ -94,6 +94,9 @@ async fn several_accounts_answer_their_own_mentions_share_memory_and_stay_apart(
     let dir = tempfile::tempdir().unwrap();
     let es_token = dir.path().join("es-token");
     std::fs::write(&es_token, ES_BOT_TOKEN).unwrap();
+    // Each named account reads a secret of its own (`config check` refuses a shared one).
+    let down_token = dir.path().join("down-token");
+    std::fs::write(&down_token, ES_BOT_TOKEN).unwrap();
     let nobody_listens = free_port();
     let port = free_port();
     let extra = format!(
@@ -104,6 +107,8 @@ backends = [{{ kind = "searxng", base_url = "{search}" }}]
 onnxruntime = "{ort}"
 model = "{model}"
 tokenizer = "{tokenizer}"
+multilingual_model = "{multi}"
+multilingual_tokenizer = "{multi_tokenizer}"
 [fetch]
 test_allow_addrs = ["{site}"]
 test_resolve = ["{HOST}={site}"]
@@ -123,7 +128,7 @@ mastodon_moderators = ["bob"]
 name = "down"
 [accounts.mastodon]
 base_url = "http://127.0.0.1:{nobody_listens}"
-access_token_file = "{es_token}"
+access_token_file = "{down_token}"
 reconnect_max_secs = 2
 "#,
         search = search.base_url(),
@@ -133,6 +138,9 @@ reconnect_max_secs = 2
         site = site.addr,
         mock = mock.base,
         es_token = es_token.display(),
+        down_token = down_token.display(),
+        multi = sandbox.get("MUSEBOT_EMBED_MODEL_MULTI"),
+        multi_tokenizer = sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
     );
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let daemon = Daemon::start(dir.path(), &cfg, port);

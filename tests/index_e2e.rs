@@ -35,7 +35,7 @@ fn musebot(args: &[&str]) -> (i32, String, String) {
 fn fact_check_page() -> String {
     let markup = json!({"@context": "https://schema.org", "@type": "ClaimReview",
         "url": format!("http://{HOST}/2025/03/great-wall-moon/"),
-        "claimReviewed": "The Great Wall of China is visible from the Moon with the naked eye",
+        "claimReviewed": "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye",
         "datePublished": "2025-03-02",
         "author": {"@type": "Organization", "name": "FactCheck.org", "url": "https://www.factcheck.org"},
         "reviewRating": {"@type": "Rating", "alternateName": "False", "ratingValue": 1, "bestRating": 5, "worstRating": 1}});
@@ -420,6 +420,8 @@ feeds = ["http://{HOST}/feed/rss"]
 onnxruntime = "{}"
 model = "{}"
 tokenizer = "{}"
+multilingual_model = "{}"
+multilingual_tokenizer = "{}"
 [fetch]
 test_allow_addrs = ["{addr}"]
 test_resolve = ["{HOST}={addr}"]
@@ -427,6 +429,8 @@ test_resolve = ["{HOST}={addr}"]
         sandbox.get("MUSEBOT_ORT_DYLIB"),
         sandbox.get("MUSEBOT_EMBED_MODEL"),
         sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+        sandbox.get("MUSEBOT_EMBED_MODEL_MULTI"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
     )
 }
 

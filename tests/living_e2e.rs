@@ -20,8 +20,8 @@ use std::time::Duration;
 use common::*;
 use serde_json::{json, Value};
 
-const HOST: &str = "www.factcheck.org";
-const CHECK: &str = "/2025/05/lemon-water/";
+const HOST: &str = LEMON_HOST;
+const CHECK: &str = LEMON_CHECK;
 
 fn musebot(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_musebot")).args(args).output().unwrap();
@@ -50,21 +50,9 @@ fn thread_under(all: &[Value], first: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_check_published_later_updates_the_answer_once_and_a_deleted_post_takes_the_answer_with_it() {
     let sandbox = Sandbox::load();
-    let words =
-        "Doctors and health agencies say there is no evidence that lemon water prevents or cures any viral infection. ";
     // The checker's page carries its own review of the claim: a corpus match decides only by
     // the live page's markup (its rating, claim and date).
-    let markup = json!({"@context": "https://schema.org", "@type": "ClaimReview",
-        "url": format!("http://{HOST}{CHECK}"),
-        "claimReviewed": "Drinking hot lemon water cures COVID-19",
-        "datePublished": "2025-05-01",
-        "author": {"@type": "Organization", "name": "FactCheck.org"},
-        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
-    let page = format!(
-        "<html lang=\"en\"><head><title>Lemon water does not cure COVID-19</title><script type=\"application/ld+json\">{markup}</script></head><body><article><h1>Lemon water does not cure COVID-19</h1><p>{}</p></article></body></html>",
-        words.repeat(8)
-    );
-    let site = web::Site::start(BTreeMap::from([(CHECK.to_string(), page)])).await;
+    let site = lemon_water_site().await;
     // Web search finds nothing about the claim, today or later: only the check can settle it.
     let search = web::SearchServer::start(|_| Vec::new()).await;
     let llm = ScriptedLlm::start(Script::routed(lemon_water)).await;
@@ -79,6 +67,8 @@ backends = [{{ kind = "searxng", base_url = "{}" }}]
 onnxruntime = "{}"
 model = "{}"
 tokenizer = "{}"
+multilingual_model = "{}"
+multilingual_tokenizer = "{}"
 [fetch]
 test_allow_addrs = ["{}"]
 test_resolve = ["{HOST}={}"]
@@ -89,6 +79,8 @@ follow_secs = 5
         sandbox.get("MUSEBOT_ORT_DYLIB"),
         sandbox.get("MUSEBOT_EMBED_MODEL"),
         sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+        sandbox.get("MUSEBOT_EMBED_MODEL_MULTI"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
         site.addr,
         site.addr,
     );
@@ -117,13 +109,7 @@ follow_secs = 5
 
     // The fact-check is published (imported while the daemon runs).
     let dump = dir.path().join("reviews.jsonl");
-    let review = json!({"@context": "https://schema.org", "@type": "ClaimReview",
-        "url": format!("http://{HOST}{CHECK}"),
-        "name": "Lemon water does not cure COVID-19",
-        "claimReviewed": "Drinking hot lemon water cures COVID-19",
-        "datePublished": "2025-05-01",
-        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
-    std::fs::write(&dump, format!("{review}\n")).unwrap();
+    std::fs::write(&dump, lemon_water_review()).unwrap();
     let (code, out, err) = musebot(&[
         "index",
         "import",
@@ -178,7 +164,8 @@ follow_secs = 5
     let other = mock
         .post(
             ALICE_TOKEN,
-            "Drinking a glass of hot water with lemon will cure you of COVID-19, they say.",
+            // Asserted in its own voice ("…, they say" would report it: see stance_e2e).
+            "Drinking a glass of hot water with lemon will cure you of COVID-19.",
             None,
         )
         .await;

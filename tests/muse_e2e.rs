@@ -194,6 +194,8 @@ backends = [{{ kind = "searxng", base_url = "http://{search_addr}" }}]
 onnxruntime = "{}"
 model = "{}"
 tokenizer = "{}"
+multilingual_model = "{}"
+multilingual_tokenizer = "{}"
 
 [fetch]
 test_allow_addrs = ["{web_addr}"]
@@ -202,6 +204,8 @@ test_resolve = [{}]
         sandbox.get("MUSEBOT_ORT_DYLIB"),
         sandbox.get("MUSEBOT_EMBED_MODEL"),
         sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+        sandbox.get("MUSEBOT_EMBED_MODEL_MULTI"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
         resolve.join(", ")
     );
     LocalWeb {
@@ -884,7 +888,9 @@ async fn a_professional_fact_check_is_named_with_its_rating() {
     } = ask(&extra, &web.post_text, &llm.base_url, |c| c, Duration::from_secs(120)).await;
     let reply = thread_text(&posted);
     let log = daemon.log_text();
+    // The post repeats the checked claim word for word: it asserts it (the stance, logged).
     assert!(reply.starts_with("@bob This post is misleading."), "{reply}\n{log}");
+    assert!(log.contains("stance=\"asserts\""), "{log}");
     assert!(
         reply.contains(
             "AP Fact Check rated it \"Misleading\" (2019-11-20): http://www.apnews.com/fact-check/trade-claim"

@@ -1,161 +1,105 @@
-//! The watch's decision "label this post" on the labelled post–claim pairs of
-//! `tests/data/stance/pairs.jsonl` (its README says which are real CheckThat! tweets and which
-//! the project's own construction): a pair is labelled when the post's claim is the review's
-//! (the cosine of the post and the claim at or above the shipped `claims.same_claim` plus
-//! `watch.same_claim_margin`, as the watch decides) and the post asserts it (`watch::stance`). The texts of the CheckThat! rows
-//! and every claim are read from `../shared/data/claim-matching` (skipped without it, except
-//! under `CI=true`). Prints precision and recall per split; the rules were written on the dev
-//! split, and the test split is what the shipped figure reports. The CheckThat! tweets lose
-//! the dataset's "— Name (@handle) date" signature first: on the network the author is the
-//! post's metadata, not its words.
+//! The shipped stance decision (`musebot::stance::decide_all`: the word rules, the cue
+//! features and the multilingual embeddings through the pinned head) on the project's own
+//! labelled pairs of `tests/data/stance/` (`pairs.jsonl`: real CheckThat! tweets and posts of
+//! our own; `multilingual.jsonl`: our own posts in 12 languages), with the sandbox's
+//! multilingual model. The head was fitted on their `dev` split (and the Emergent dev
+//! headlines); the `test` split is posts whose claims it never saw, and that is what is
+//! asserted here: no denial or question labelled, precision at least the floor below. The
+//! texts of the CheckThat! rows and their claims are read from `../shared/data/claim-matching`
+//! (skipped without it, except under `CI=true`). `cargo bench --bench stance` prints the full
+//! figures beside the word rules'.
 
 mod common;
 
-use std::collections::HashMap;
-
 use common::Sandbox;
-use musebot::claims::matcher::clean_post;
-use musebot::relevance::{cosine, Embedder, RelevanceConfig};
-use musebot::watch::stance::{stance, Stance};
+use musebot::relevance::{Embedder, RelevanceConfig};
+use musebot::stance::train::{read_own, Figures, Gold};
+use musebot::stance::Stance;
 
-struct Pair {
-    post: String,
-    claim: String,
-    label: bool,
-    split: String,
-    kind: String,
-}
-
-fn pairs() -> Option<Vec<Pair>> {
-    let dir = common::sandbox::shared_data("claim-matching")?;
-    let mut tweets = HashMap::new();
-    for line in std::fs::read_to_string(dir.join("CT2022-Task2A-EN-Train-Dev_Queries.tsv"))
-        .unwrap()
-        .lines()
-    {
-        if let Some((id, text)) = line.split_once('\t') {
-            tweets.insert(id.to_string(), text.to_string());
-        }
-    }
-    let mut claims = HashMap::new();
-    for line in std::fs::read_to_string(dir.join("vclaims.jsonl")).unwrap().lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        claims.insert(
-            v["vclaim_id"].as_str().unwrap().to_string(),
-            v["vclaim"].as_str().unwrap().to_string(),
-        );
-    }
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/stance/pairs.jsonl");
-    let mut out = Vec::new();
-    for line in std::fs::read_to_string(file).unwrap().lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let post = match v["iclaim_id"].as_str() {
-            Some(id) => without_trailer(tweets.get(id).unwrap_or_else(|| panic!("no tweet {id}"))),
-            None => v["post"].as_str().unwrap().to_string(),
-        };
-        let claim = claims[v["vclaim_id"].as_str().unwrap()].clone();
-        let kind = if v["same_claim"] == false {
-            "other_claim".to_string()
-        } else {
-            v["stance"].as_str().unwrap().to_string()
-        };
-        out.push(Pair {
-            post,
-            claim,
-            label: v["label"].as_bool().unwrap(),
-            split: v["split"].as_str().unwrap().to_string(),
-            kind,
-        });
-    }
-    Some(out)
-}
-
-/// A CheckThat! tweet without the "— Name (@handle) Month D, YYYY" trailer the dataset appends:
-/// on the network the author is the post's metadata, not its text.
-fn without_trailer(tweet: &str) -> String {
-    let trimmed = tweet.trim_end();
-    let Some(at) = trimmed.rfind('—') else {
-        return trimmed.to_string();
-    };
-    let tail = &trimmed[at..];
-    let dated = tail.split_whitespace().rev().take(3).collect::<Vec<_>>();
-    let is_trailer = tail.contains("(@")
-        && tail.ends_with(|c: char| c.is_ascii_digit())
-        && dated.len() == 3
-        && dated[0].len() == 4
-        && dated[1].trim_end_matches(',').parse::<u8>().is_ok();
-    if is_trailer {
-        trimmed[..at].trim_end().to_string()
-    } else {
-        trimmed.to_string()
-    }
-}
-
-#[test]
-fn without_trailer_cuts_only_the_signature() {
-    assert_eq!(
-        without_trailer("Pray for Wyoming. — Jo Doe (@jodoe) May 6, 2016"),
-        "Pray for Wyoming."
-    );
-    assert_eq!(without_trailer("A — B test"), "A — B test");
-}
-
-#[test]
-fn stance_on_the_labelled_pairs() {
-    let Some(pairs) = pairs() else { return };
-    assert!(pairs.len() >= 300, "{} pairs", pairs.len());
+/// The sandbox's multilingual model, which the stance model reads.
+fn multilingual() -> Embedder {
     let sandbox = Sandbox::load();
-    let embedder = Embedder::load(&RelevanceConfig {
+    Embedder::load(&RelevanceConfig {
         onnxruntime: sandbox.get("MUSEBOT_ORT_DYLIB"),
-        model: sandbox.get("MUSEBOT_EMBED_MODEL"),
-        tokenizer: sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+        model: sandbox.get("MUSEBOT_EMBED_MODEL_MULTI"),
+        tokenizer: sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
         ..RelevanceConfig::default()
     })
-    .expect("the sandbox's model loads");
-    // The watch's bar: the matcher's same-claim threshold plus the margin for unasked labels.
-    let threshold =
-        musebot::claims::ClaimsConfig::default().same_claim + musebot::config::WatchConfig::default().same_claim_margin;
-    let mut texts = Vec::new();
-    for p in &pairs {
-        texts.push(clean_post(&p.post));
-        texts.push(p.claim.clone());
-    }
-    let vectors = embedder.embed(&texts).unwrap();
-    let mut figures: HashMap<String, [usize; 4]> = HashMap::new();
-    let mut wrong = Vec::new();
-    for (i, p) in pairs.iter().enumerate() {
-        let same = cosine(&vectors[2 * i], &vectors[2 * i + 1]) >= threshold;
-        let said = stance(&p.post, &p.claim);
-        let labelled = same && said == Stance::Asserts;
-        let f = figures.entry(p.split.clone()).or_default();
-        match (labelled, p.label) {
-            (true, true) => f[0] += 1,
-            (true, false) => {
-                f[1] += 1;
-                wrong.push(format!("[{}] labelled a {} post: {}", p.split, p.kind, p.post));
+    .expect("the sandbox's multilingual model loads")
+}
+
+#[test]
+fn stance_on_the_own_pairs_it_never_saw() {
+    let Some(claim_matching) = common::sandbox::shared_data("claim-matching") else {
+        return;
+    };
+    let pairs = read_own(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), &claim_matching).unwrap();
+    let test: Vec<_> = pairs.into_iter().filter(|p| p.split == "test").collect();
+    assert!(test.len() >= 300, "{} pairs", test.len());
+    let embedder = multilingual();
+    let texts: Vec<(&str, &str)> = test.iter().map(|p| (p.post.as_str(), p.claim.as_str())).collect();
+    let decided: Vec<Stance> = musebot::stance::decide_all(Some(&embedder), &texts)
+        .into_iter()
+        .map(|s| s.stance)
+        .collect();
+    for lang in ["en", "other"] {
+        let (d, g): (Vec<Stance>, Vec<Gold>) = test
+            .iter()
+            .zip(&decided)
+            .filter(|(p, _)| (p.lang == "en") == (lang == "en"))
+            .map(|(p, s)| (*s, p.gold))
+            .unzip();
+        let f = Figures::of(&d, &g);
+        println!(
+            "stance on own test pairs ({lang}): label precision {:.3}, recall {:.3}, on {} pairs\n{}",
+            f.precision(),
+            f.recall(),
+            d.len(),
+            f.table_text()
+        );
+        for (p, s) in test.iter().zip(&decided) {
+            if *s == Stance::Asserts && p.gold != Gold::For && (p.lang == "en") == (lang == "en") {
+                println!("  labelled a {} post: {}", p.gold.as_str(), p.post);
             }
-            (false, true) => f[2] += 1,
-            (false, false) => f[3] += 1,
+        }
+        assert_eq!(f.against_labelled(), 0, "{lang}: a denial labelled");
+        assert!(f.precision() >= 0.85, "{lang}: precision {:.3}", f.precision());
+        assert!(f.tp > 0, "{lang}: nothing labelled");
+    }
+}
+
+/// The examples a new user tries first (the Great Wall, the lemon water of the end-to-end
+/// tests), in English and in other languages: only the asserting posts assert.
+#[test]
+fn the_first_examples_a_user_tries() {
+    let embedder = multilingual();
+    let wall = "The Great Wall of China is visible from the Moon with the naked eye";
+    let lemon = "Drinking hot lemon water cures COVID-19";
+    // The sandbox's check (`scripts/sandbox-web`), which `scripts/try.sh` asks about by default.
+    let only = "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye";
+    let cases: &[(&str, &str, &[Stance])] = &[
+        (only, "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.", &[Stance::Asserts]),
+        (only, "It is a myth that the Great Wall of China is visible from the Moon with the naked eye. Astronauts have said so many times.", &[Stance::Denies]),
+        (wall, "The Great Wall of China is visible from the Moon with the naked eye!", &[Stance::Asserts]),
+        (wall, "It is a myth that the Great Wall of China is visible from the Moon with the naked eye. Astronauts have said so many times.", &[Stance::Denies]),
+        (wall, "Is the Great Wall visible from the Moon?", &[Stance::Asks]),
+        (wall, "Viral post claims the Great Wall is visible from the Moon", &[Stance::Mentions, Stance::Unclear]),
+        (lemon, "Drinking hot lemon water cures COVID-19. My grandmother swears by it, share this!", &[Stance::Asserts]),
+        (lemon, "It is a myth that drinking hot lemon water cures COVID-19. There is no evidence for it at all.", &[Stance::Denies]),
+        (lemon, "Is it true that drinking hot lemon water cures COVID-19?", &[Stance::Asks]),
+        (lemon, "A viral post claims that drinking hot lemon water cures COVID-19.", &[Stance::Mentions, Stance::Unclear]),
+        (lemon, "Update: drinking hot lemon water does NOT cure COVID-19, that was a myth. Sorry for sharing it.", &[Stance::Denies]),
+        (lemon, "¿Es verdad que el agua caliente con limón cura el COVID-19?", &[Stance::Asks]),
+        (lemon, "C'est faux : l'eau chaude citronnée ne guérit pas le COVID-19.", &[Stance::Denies, Stance::Unclear]),
+    ];
+    let pairs: Vec<(&str, &str)> = cases.iter().map(|(c, p, _)| (*p, *c)).collect();
+    let decided = musebot::stance::decide_all(Some(&embedder), &pairs);
+    let mut wrong = Vec::new();
+    for ((_, post, want), got) in cases.iter().zip(&decided) {
+        println!("{} ({:.2}): {post}", got.stance.as_str(), got.score);
+        if !want.contains(&got.stance) {
+            wrong.push(format!("{post}: {:?} ({:.2}), wanted {want:?}", got.stance, got.score));
         }
     }
-    for line in &wrong {
-        println!("{line}");
-    }
-    let mut splits: Vec<_> = figures.into_iter().collect();
-    splits.sort();
-    for (split, [tp, fp, fn_, tn]) in &splits {
-        let precision = *tp as f64 / (tp + fp).max(1) as f64;
-        let recall = *tp as f64 / (tp + fn_).max(1) as f64;
-        println!(
-            "stance {split}: {} pairs, labelled {}, precision {precision:.3}, recall {recall:.3} (same_claim {threshold})",
-            tp + fp + fn_ + tn,
-            tp + fp
-        );
-        // The rules were written on the dev split: there they must keep the target. The test
-        // split is posts they never saw, and its figure is the one the book quotes (0.750 when
-        // `watch.auto_label` was made off by default): a floor catches a rule that gets worse.
-        let floor = if split == "dev" { 0.95 } else { 0.70 };
-        assert!(precision >= floor, "{split}: precision {precision:.3}");
-        assert!(*tp > 0, "{split}: nothing labelled");
-    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }

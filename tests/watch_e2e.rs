@@ -67,6 +67,8 @@ backends = [{{ kind = "searxng", base_url = "{}" }}]
 onnxruntime = "{}"
 model = "{}"
 tokenizer = "{}"
+multilingual_model = "{}"
+multilingual_tokenizer = "{}"
 [fetch]
 test_allow_addrs = ["{}"]
 test_resolve = ["{HOST}={}"]
@@ -79,6 +81,8 @@ linger_ms = 50
         sandbox.get("MUSEBOT_ORT_DYLIB"),
         sandbox.get("MUSEBOT_EMBED_MODEL"),
         sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+        sandbox.get("MUSEBOT_EMBED_MODEL_MULTI"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
         site.addr,
         site.addr,
     )

@@ -27,7 +27,7 @@ fn cause(c: &Cause) -> String {
         Cause::ModeratorFlag { moderator } => format!("moderator {moderator}"),
         Cause::Command { command } => format!("command {}", command.as_str()),
         // Moderators only (the page is loopback, signed in): the report's id on the platform.
-        Cause::Report { report } => format!("report {report}"),
+        Cause::Report { report, .. } => format!("report {report}"),
         Cause::Watch { review } => format!("watch: matches {review}"),
         Cause::Recheck { of, why, .. } => format!("re-check ({}) of {of}", why.as_str()),
     }
@@ -61,6 +61,8 @@ fn job_row(m: &Moderation, j: &Job) -> Value {
         })).collect::<Vec<_>>(),
         "target": j.target.as_ref().map(|t| json!({"author": t.author, "text": excerpt(&t.text)})),
         "reply": j.draft.as_ref().map(|d| d.text.clone()).unwrap_or_default(),
+        // The post's stance toward the checked claim: a moderator approving a label sees it.
+        "stance": j.draft.as_ref().and_then(|d| d.stance.as_ref()).map(|s| format!("{} ({:.2})", s.stance.as_str(), s.score)),
         "first_url": j.first_url,
         "finding": j.note.as_ref().map(|n| if n.pending() {
             format!("finding: {} of {} delivered", n.delivered.len(), n.items.len())

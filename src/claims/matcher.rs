@@ -175,6 +175,11 @@ impl Matcher {
         }
     }
 
+    /// The multilingual model, which the stance model reads (`crate::stance`).
+    pub fn multilingual(&self) -> Option<&Arc<Embedder>> {
+        self.multilingual.as_ref()
+    }
+
     /// Embeds `text` in `space` (CPU-bound: a blocking thread).
     pub fn embed(&self, text: &str, space: Space) -> Result<Option<Vec<f32>>, CorpusError> {
         let model = match space {

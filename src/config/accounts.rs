@@ -264,12 +264,82 @@ name = "nothing"
     #[test]
     fn only_named_accounts_is_a_valid_config() {
         let c = Config::parse(
-            "[daemon]\npipeline = \"baseline\"\n[mastodon]\nenabled = false\n[[accounts]]\nname = \"es\"\n[accounts.mastodon]\nbase_url = \"https://es.example\"\n",
+            "[daemon]\npipeline = \"baseline\"\n[mastodon]\nenabled = false\n[[accounts]]\nname = \"es\"\n[accounts.mastodon]\nbase_url = \"https://es.example\"\naccess_token_env = \"ES_TOKEN\"\n",
         )
         .unwrap();
         assert!(c.validate().is_empty(), "{:?}", c.validate());
         let accounts = c.accounts();
         assert_eq!(accounts.len(), 1);
         assert_eq!(accounts[0].name, "es");
+    }
+
+    #[test]
+    fn a_named_account_never_reads_another_accounts_secrets() {
+        let p = problems(
+            r#"
+[[accounts]]
+name = "es"
+[accounts.mastodon]
+base_url = "https://es.example"
+[accounts.admin]
+listen = "127.0.0.1:8092"
+[[accounts]]
+name = "fr"
+[accounts.mastodon]
+base_url = "https://fr.example"
+access_token_file = "/etc/musebot/fr.token"
+[[accounts]]
+name = "de"
+[accounts.mastodon]
+base_url = "https://de.example"
+access_token_file = "/etc/musebot/fr.token"
+"#,
+        );
+        for want in [
+            "accounts.es.mastodon.access_token_env: is left at the built-in `MUSEBOT_MASTODON_TOKEN`, the default account's",
+            "accounts.es.admin.token_env: is left at the built-in `MUSEBOT_ADMIN_TOKEN`, the default account's",
+            "accounts.de.mastodon.access_token_env: reads `/etc/musebot/fr.token`, which accounts.fr.mastodon.access_token_env reads too",
+        ] {
+            assert!(p.contains(want), "{want} missing in:\n{p}");
+        }
+        assert!(
+            !p.lines().any(|l| l.starts_with("accounts.fr.")),
+            "fr's secret is its own: {p}"
+        );
+    }
+
+    #[test]
+    fn a_parse_error_inside_an_entry_names_the_entry_and_its_section() {
+        let named = |extra: &str| match Config::parse(&format!("{BASE}{extra}")) {
+            Err(crate::config::ConfigError::Parse(p)) => p.key,
+            other => panic!("{other:?}"),
+        };
+        let entries = r#"
+[[accounts]]
+name = "es"
+[accounts.mastodon]
+base_url = "https://es.example"
+[[accounts]]
+name = "fr"
+[accounts.mastodon]
+base_url = "https://fr.example"
+acess_token_file = "/etc/musebot/fr.token"
+[[accounts]]
+name = "de"
+[accounts.mastodon]
+base_url = "https://de.example"
+"#;
+        assert_eq!(named(entries), "accounts.fr.mastodon.acess_token_file");
+        let llm = r#"
+[[accounts]]
+name = "labels"
+[accounts.bluesky]
+enabled = true
+[accounts.bluesky.labeler]
+enabled = true
+[accounts.llm]
+model = "x"
+"#;
+        assert_eq!(named(llm), "accounts.labels.llm");
     }
 }

@@ -11,9 +11,10 @@ mod images;
 mod labeler;
 mod living;
 mod moderation;
+mod parse;
 mod reports;
 mod validate;
-mod watch;
+pub mod watch;
 
 pub use accounts::{Account, AccountConfig};
 pub use admin::AdminConfig;
@@ -365,64 +366,12 @@ impl Config {
 
     /// Parses TOML text without validating it.
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse(parse_problem(text, &e)))
+        toml::from_str(text).map_err(|e| ConfigError::Parse(parse::problem(text, &e)))
     }
 
     /// Every problem found, empty when the config is usable.
     pub fn validate(&self) -> Vec<ConfigProblem> {
         validate::validate(self)
-    }
-}
-
-/// Turns a TOML error into `key: problem — fix`, naming the key on the offending line.
-fn parse_problem(text: &str, err: &toml::de::Error) -> ConfigProblem {
-    let message = err.message().to_string();
-    let (line_no, key) = match err.span() {
-        Some(span) => {
-            let line_start = text[..span.start.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
-            let line_no = text[..line_start].matches('\n').count() + 1;
-            let line = text[line_start..].lines().next().unwrap_or("");
-            let section = text[..line_start]
-                .lines()
-                .rev()
-                .find_map(|l| {
-                    let l = l.trim();
-                    (l.starts_with('[') && l.ends_with(']')).then(|| l.trim_matches(['[', ']']).trim().to_string())
-                })
-                .unwrap_or_default();
-            let key = line
-                .split('=')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .trim_matches('"')
-                .to_string();
-            let full = match (section.is_empty(), key.is_empty() || key.starts_with('[')) {
-                (_, true) => {
-                    if section.is_empty() {
-                        "config".to_string()
-                    } else {
-                        section
-                    }
-                }
-                (true, false) => key,
-                (false, false) => format!("{section}.{key}"),
-            };
-            (line_no, full)
-        }
-        None => (0, "config".to_string()),
-    };
-    let fix = if message.contains("unknown field") {
-        "remove or rename it; bot-config.toml lists every key with its default".to_string()
-    } else if message.contains("unknown variant") {
-        "use one of the values the message lists".to_string()
-    } else {
-        "fix the value's type or syntax; bot-config.toml shows the expected form".to_string()
-    };
-    ConfigProblem {
-        key,
-        problem: format!("{} (line {line_no})", message.trim()),
-        fix,
     }
 }
 

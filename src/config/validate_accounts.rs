@@ -67,8 +67,77 @@ fn own_sections(c: &Config, a: &AccountConfig, p: &mut Problems) {
     }
 }
 
-/// What two accounts must not share: a listening address, a Bluesky account.
+/// The secrets an account reads: (key of its `*_env`, the source — `file:PATH` or `env:NAME`,
+/// what the built-in name is).
+fn secrets(k: &Config) -> Vec<(&'static str, String, String)> {
+    let source = |env: &str, file: &str| {
+        if file.trim().is_empty() {
+            format!("env:{}", env.trim())
+        } else {
+            format!("file:{}", file.trim())
+        }
+    };
+    let d = Config::default();
+    let mut out = Vec::new();
+    if k.mastodon.enabled {
+        out.push((
+            "mastodon.access_token_env",
+            source(&k.mastodon.access_token_env, &k.mastodon.access_token_file),
+            format!("env:{}", d.mastodon.access_token_env),
+        ));
+    }
+    if k.bluesky.enabled {
+        out.push((
+            "bluesky.app_password_env",
+            source(&k.bluesky.app_password_env, &k.bluesky.app_password_file),
+            format!("env:{}", d.bluesky.app_password_env),
+        ));
+    }
+    if !k.admin.listen.is_empty() {
+        out.push((
+            "admin.token_env",
+            source(&k.admin.token_env, &k.admin.token_file),
+            format!("env:{}", d.admin.token_env),
+        ));
+    }
+    let r = &k.moderation.reports;
+    if k.mastodon.enabled && r.enabled && !r.webhook_listen.is_empty() {
+        out.push((
+            "moderation.reports.webhook_secret_env",
+            source(&r.webhook_secret_env, &r.webhook_secret_file),
+            format!("env:{}", d.moderation.reports.webhook_secret_env),
+        ));
+    }
+    out
+}
+
+/// What two accounts must not share: a listening address, a Bluesky account, a secret.
 fn shared(c: &Config, p: &mut Problems) {
+    // A named account's secrets are its own: never the built-in names (the default account's)
+    // and never another account's, or one account's token (with its rights) reaches the
+    // other's server and one admin token opens both pages.
+    let mut sources: Vec<(String, String)> = Vec::new();
+    for account in c.accounts() {
+        for (key, source, built_in) in secrets(&account.config) {
+            let named = account_key(&account.name, key);
+            let what = source.split_once(':').map_or(source.as_str(), |(_, v)| v);
+            if !account.name.is_empty() && source == built_in {
+                p.bad(
+                    &named,
+                    format!("is left at the built-in `{what}`, the default account's"),
+                    "give the named account a secret of its own: set this key (or its *_file twin) to a variable or file only it reads",
+                );
+            } else if let Some((other, _)) = sources.iter().find(|(_, s)| *s == source) {
+                p.bad(
+                    &named,
+                    format!("reads `{what}`, which {other} reads too"),
+                    "give each account its own secret: another variable or file for this one",
+                );
+            } else {
+                sources.push((named, source));
+            }
+        }
+    }
     let mut listeners: Vec<(String, String)> = Vec::new();
     if !c.http.listen.is_empty() {
         listeners.push(("http.listen".into(), c.http.listen.clone()));

@@ -239,6 +239,18 @@ pub(super) fn watch(c: &Config, p: &mut Problems) {
             "add 0.0 to 0.3 to claims.same_claim for unasked labels (0.05 is the default)",
         );
     }
+    for r in &w.label_ratings {
+        if !crate::config::watch::LABEL_RATINGS
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(r))
+        {
+            p.bad(
+                "watch.label_ratings",
+                format!("names {r:?}"),
+                "name rating classes: \"false\", \"misleading\", \"missing_context\" or \"true\"",
+            );
+        }
+    }
     if w.batch == 0 || w.batch > 1024 {
         p.bad(
             "watch.batch",

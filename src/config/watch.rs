@@ -75,6 +75,29 @@ pub struct WatchConfig {
     pub auto_label: bool,
     /// Accounts never labelled (DIDs, Mastodon account ids), beside fact-checkers' own.
     pub exempt_accounts: Vec<String>,
+    /// The rating classes of a published check whose repeats the watch takes up: "false",
+    /// "misleading", "missing_context", "true". A repeat of a claim rated otherwise is passed
+    /// over (the watch exists to mark debunked claims).
+    pub label_ratings: Vec<String>,
+}
+
+/// The rating classes `watch.label_ratings` may name, with the verdict each is.
+pub const LABEL_RATINGS: [(&str, crate::model::Verdict); 4] = [
+    ("false", crate::model::Verdict::Inaccurate),
+    ("misleading", crate::model::Verdict::Misleading),
+    ("missing_context", crate::model::Verdict::MissingContext),
+    ("true", crate::model::Verdict::Accurate),
+];
+
+impl WatchConfig {
+    /// The verdicts `label_ratings` lets the watch put (unknown names are `config check`'s).
+    pub fn label_verdicts(&self) -> Vec<crate::model::Verdict> {
+        LABEL_RATINGS
+            .iter()
+            .filter(|(name, _)| self.label_ratings.iter().any(|r| r.eq_ignore_ascii_case(name)))
+            .map(|(_, v)| *v)
+            .collect()
+    }
 }
 
 impl Default for WatchConfig {
@@ -98,6 +121,7 @@ impl Default for WatchConfig {
             max_age_secs: 3600,
             auto_label: false,
             exempt_accounts: Vec::new(),
+            label_ratings: vec!["false".into(), "misleading".into()],
         }
     }
 }

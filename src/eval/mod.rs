@@ -318,6 +318,7 @@ async fn run_one(shared: &Shared, post: &EvalPost, n: usize) -> PostResult {
         text: String::new(),
         urls: Vec::new(),
         verdict: None,
+        stance: None,
     });
     result.outcome = draft.outcome.as_str().into();
     result.verdict = draft.verdict.map(|v| v.as_str().to_string());

@@ -41,10 +41,20 @@ pub fn record(now: chrono::DateTime<chrono::Utc>, evidence_url: &str) -> Value {
             "labelValueDefinitions": definitions,
         },
         "subjectTypes": ["record"],
+        // The reports this labeler takes: what it can judge (a misleading post; "other").
+        "reasonTypes": REASON_TYPES,
         "subjectCollections": ["app.bsky.feed.post"],
         "createdAt": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     })
 }
+
+/// The report reasons the labeler declares it takes: a fact-check can judge a misleading
+/// post; "other" lets a reporter say what they mean. Harassment, spam, sexual content and
+/// the rest belong to the moderation services that handle them.
+pub const REASON_TYPES: [&str; 2] = [
+    "com.atproto.moderation.defs#reasonMisleading",
+    "com.atproto.moderation.defs#reasonOther",
+];
 
 /// Whether two declarations say the same (their `createdAt` aside): setup rewrites only a
 /// declaration that changed.

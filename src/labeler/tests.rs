@@ -21,6 +21,7 @@ fn job(cause: Cause, verdict: Option<Verdict>, outcome: Outcome, urls: &[&str]) 
         text: "x".into(),
         urls: urls.iter().map(|u| u.to_string()).collect(),
         verdict,
+        stance: None,
     });
     job
 }

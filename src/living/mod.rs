@@ -77,7 +77,8 @@ pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>)
             reviews.push(m.review.url.clone());
         }
     }
-    let delays = if undecided(draft.outcome, draft.verdict) {
+    // A reply naming checks of a claim the post does not assert has no verdict, yet is settled.
+    let delays = if undecided(draft.outcome, draft.verdict) && draft.stance.is_none() {
         config.recheck_delays()
     } else {
         Vec::new()
@@ -91,6 +92,7 @@ pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>)
         language: target.language.clone(),
         vector: job.retrieval.as_ref().and_then(|r| r.claim_vector.clone()),
         verdict: draft.verdict,
+        stance: draft.stance.as_ref().map(|s| s.stance),
         outcome: draft.outcome.as_str().into(),
         evidence: draft.urls.clone(),
         reviews,

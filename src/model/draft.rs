@@ -51,4 +51,8 @@ pub struct Draft {
     /// The verdict a reply states (`None` for notices and the honest fallbacks).
     #[serde(default)]
     pub verdict: Option<super::verdict::Verdict>,
+    /// The post's stance toward the claim of the fact-checks the reply names (`None`: no
+    /// fact-check named; the verdict, if any, is the model's reading of the post itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stance: Option<super::stance::PostStance>,
 }

@@ -97,6 +97,10 @@ pub struct Kept {
     pub vector: Option<ClaimVector>,
     /// The verdict the thread states now (the first reply's, then the last update's).
     pub verdict: Option<Verdict>,
+    /// The post's stance toward the checked claim the thread states now (`None`: no check
+    /// named, or an older record): a re-check whose stance crosses *asserts* is news.
+    #[serde(default)]
+    pub stance: Option<super::stance::Stance>,
     /// The reply's outcome word (`reply`, `insufficient`).
     pub outcome: String,
     /// The URLs the thread cites.

@@ -20,6 +20,7 @@ mod report;
 mod retrieval;
 mod review;
 mod seen;
+mod stance;
 mod trigger;
 mod usage;
 mod verdict;
@@ -37,13 +38,14 @@ pub use living::{ClaimVector, Kept, Recalled, UpdateRecord};
 pub use moderation::{OptOut, Spend, TagPolicy, TagWatch};
 pub use post::{account_key, Media, MediaKind, PlatformKind, Post, Visibility};
 pub use rating::RatingHint;
-pub use report::{Note, NoteItem};
+pub use report::{judgeable, short_reason, Note, NoteItem};
 pub use retrieval::{
     Candidate, ContextFinding, ContextPage, DropReason, Dropped, Evidence, ImageContext, ImageDescription, KeptPage,
     Retrieval, StepTrace, Tier,
 };
 pub use review::{Review, ReviewDecision};
 pub use seen::Seen;
+pub use stance::{PostStance, Stance, StanceBy};
 pub use trigger::{is_watch_job_id, report_job_id, watch_job_id, Account, Cause, RecheckWhy, Trigger};
 pub use usage::Usage;
 pub use verdict::Verdict;

@@ -63,3 +63,37 @@ impl Note {
         self.delivered.len() < self.items.len()
     }
 }
+
+/// A report reason (`com.atproto.moderation.defs#reasonSpam`,
+/// `tools.ozone.report.defs#reasonMisleadingOther`) in short: `spam`, `misleadingother`.
+pub fn short_reason(reason: &str) -> String {
+    let name = reason.rsplit('#').next().unwrap_or(reason);
+    name.strip_prefix("reason").unwrap_or(name).to_lowercase()
+}
+
+/// Whether the bot may close a report of these reasons: every one is about whether the post
+/// misleads (or "other"), none about anything a fact-check cannot judge.
+pub fn judgeable(reasons: &[String]) -> bool {
+    !reasons.is_empty() && reasons.iter().all(|r| r.starts_with("misleading") || r == "other")
+}
+
+#[cfg(test)]
+mod reason_tests {
+    use super::*;
+
+    #[test]
+    fn only_misleading_and_other_reports_are_the_bots_to_close() {
+        let short = |r: &[&str]| r.iter().map(|x| short_reason(x)).collect::<Vec<_>>();
+        assert!(judgeable(&short(&["com.atproto.moderation.defs#reasonMisleading"])));
+        assert!(judgeable(&short(&[
+            "tools.ozone.report.defs#reasonMisleadingOther",
+            "com.atproto.moderation.defs#reasonOther"
+        ])));
+        assert!(!judgeable(&short(&[
+            "com.atproto.moderation.defs#reasonMisleading",
+            "com.atproto.moderation.defs#reasonRude"
+        ])));
+        assert!(!judgeable(&short(&["com.atproto.moderation.defs#reasonSpam"])));
+        assert!(!judgeable(&[]));
+    }
+}

@@ -178,6 +178,10 @@ pub struct Retrieval {
     /// none; `None` until that step ran.
     #[serde(default)]
     pub recalled: Option<super::living::Recalled>,
+    /// The post's stance toward the first deciding review's claim (the `stance` step); `None`
+    /// until that step ran, and when no review decides.
+    #[serde(default)]
+    pub stance: Option<super::stance::PostStance>,
     pub dropped: Vec<Dropped>,
     pub unverified_quotes: usize,
     /// A re-check's record: its searches ask the backends again instead of reading the search

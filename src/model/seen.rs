@@ -36,7 +36,17 @@ pub struct Seen {
     pub cursor: Option<(String, String)>,
 }
 
+/// Characters of a post's text the watch keeps: more than any platform's post allows (Bluesky
+/// 300 graphemes, Mastodon 500 by default and a few thousand on some servers), so a frame of
+/// megabytes queues as a few kilobytes.
+pub const SEEN_MAX_CHARS: usize = 5_000;
+
 impl Seen {
+    /// A post's text as the watch keeps it: its first [`SEEN_MAX_CHARS`] characters.
+    pub fn kept_text(text: &str) -> String {
+        text.chars().take(SEEN_MAX_CHARS).collect()
+    }
+
     /// An event that is no post to decide but still moves the source's cursor (the watch
     /// passes it over at once): a deletion, an unreadable frame, a status nobody may see.
     pub fn cursor_only(platform: PlatformKind, id: &str, cursor: Option<(String, String)>) -> Seen {

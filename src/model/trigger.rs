@@ -26,7 +26,13 @@ pub enum Cause {
     /// moderators; `report` is the platform's id of the first report that named the post (the
     /// link in the moderators' note), never shown publicly. The trigger's `author` is the
     /// reporter, kept only as a key for bounds; the report's comment is never kept.
-    Report { report: String },
+    Report {
+        report: String,
+        /// The reports' reasons as Ozone gives them, short (`misleading`, `spam`, `rude`,
+        /// `other`…): the bot closes a report only when every reason is one it can judge.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<String>,
+    },
     /// A post the network watch saw repeat a published fact-check's claim, asserting it
     /// (`watch`): nobody asked. `review` is the matched review's URL; the job labels the post
     /// (Bluesky) or holds the finding for the moderators (Mastodon), never replies by itself.

@@ -1,12 +1,10 @@
-//! Moderators' and users' controls (issue: moderators and operators): who may command the
-//! bot, the operator's blocklists, opt-outs, and the policy of watched hashtags. Intake asks
-//! [`Moderation::triage`] about every new trigger (rules that need no request); the resolve
-//! stage asks [`Moderation::admit_hit`] before a hashtag hit is answered (per-day and
-//! per-author counters, charged only for hits that go on) and [`Moderation::execute`] for a
-//! command. State lives in the store (`moderation` tree); the rules live here. People are
-//! known by [`crate::model::Account::key`]: on Bluesky the DID, on Mastodon the account's id on
-//! the bot's server (the config's handles and `acct`s are resolved at start), never the
-//! handle, which can change hands.
+//! Moderators' and users' controls: who may command the bot, blocklists, opt-outs, the policy
+//! of watched hashtags. Intake asks [`Moderation::triage`] about every new trigger; the resolve
+//! stage asks [`Moderation::admit_hit`] before a hashtag hit is answered (per-day and per-author
+//! counters, charged only for hits that go on) and [`Moderation::execute`] for a command. State
+//! lives in the store (`moderation` tree), the rules here. People are known by
+//! [`crate::model::Account::key`]: the DID on Bluesky, the account's id on the bot's Mastodon
+//! server (config handles resolved at start), never the handle, which can change hands.
 
 pub mod ack;
 pub mod budget;
@@ -477,9 +475,13 @@ impl Moderation {
             }
             Command::Start => {
                 self.store.set_opt_out(platform, &key, None)?;
-                // And the handle an older build keyed it by, when it is this account's own.
-                if by_id.is_none() || platform == PlatformKind::Mastodon {
-                    self.store.set_opt_out(platform, &self.norm(by), None)?;
+                // An older build's record under this account's handle (not a Bluesky handle,
+                // which moves between DIDs), only when it holds that handle: ids and handles
+                // share one keyspace, and a user named "12345" must not clear account 12345's.
+                let (legacy, mastodon) = (self.norm(by), platform == PlatformKind::Mastodon);
+                let own = self.store.opt_out_at(platform, &legacy).map(|o| self.norm(&o.handle));
+                if (by_id.is_none() || mastodon) && legacy != key && own.as_deref() == Some(legacy.as_str()) {
+                    self.store.set_opt_out(platform, &legacy, None)?;
                 }
                 ack::start(lang)
             }

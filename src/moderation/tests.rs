@@ -291,7 +291,10 @@ fn status_counts_reports_only_in_a_direct_message_and_reports_off_holds() {
     for platform in [PlatformKind::Mastodon, PlatformKind::Bluesky] {
         let mut t = hit("x", "carol");
         t.platform = platform;
-        t.cause = Cause::Report { report: "3".into() };
+        t.cause = Cause::Report {
+            report: "3".into(),
+            reasons: Vec::new(),
+        };
         m.store.enqueue(&crate::model::Job::new(t), None).unwrap();
     }
     let said = m
@@ -315,4 +318,25 @@ fn status_counts_reports_only_in_a_direct_message_and_reports_off_holds() {
         .execute(PlatformKind::Mastodon, "alice", None, &Command::Status, "en")
         .unwrap();
     assert!(said.contains("Reports: off"), "{said}");
+}
+
+#[test]
+fn start_from_a_user_named_like_an_id_clears_only_their_own_opt_out() {
+    let m = moderation();
+    let masto = PlatformKind::Mastodon;
+    // Account 12345 (named "victim") says stop.
+    m.execute(masto, "victim", Some("12345"), &Command::Stop, "en").unwrap();
+    assert!(m.opted_out(masto, "victim", Some("12345")));
+    // A local user whose username is "12345" (another account, id 777) says start.
+    m.execute(masto, "12345", Some("777"), &Command::Start, "en").unwrap();
+    assert!(m.opted_out(masto, "victim", Some("12345")), "the victim's stop stands");
+    // An older build's record keyed by the sender's own handle is still cleared by its owner.
+    let old = crate::model::OptOut {
+        platform: masto,
+        handle: "carol".into(),
+        since: chrono::Utc::now(),
+    };
+    m.store.set_opt_out(masto, "carol", Some(&old)).unwrap();
+    m.execute(masto, "carol", Some("888"), &Command::Start, "en").unwrap();
+    assert!(m.store.opt_out_at(masto, "carol").is_none());
 }

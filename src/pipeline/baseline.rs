@@ -43,6 +43,7 @@ pub async fn draft(llm: &LlmClient, prompts: &Prompts, post: &Post) -> Result<(D
                 text: verdict::word(v, &explanation, crate::words::language(post.language.as_deref())),
                 urls: Vec::new(),
                 verdict: Some(v),
+                stance: None,
             };
             return Ok((draft, usage));
         }
@@ -53,6 +54,7 @@ pub async fn draft(llm: &LlmClient, prompts: &Prompts, post: &Post) -> Result<(D
         text: crate::words::say(crate::words::language(post.language.as_deref()), "unverified", ()),
         urls: Vec::new(),
         verdict: None,
+        stance: None,
     };
     Ok((draft, usage))
 }

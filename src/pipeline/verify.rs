@@ -175,6 +175,7 @@ async fn revise(
             text: verdict::word(v, &e, crate::words::language(post.language.as_deref())),
             urls,
             verdict: Some(v),
+            stance: None,
         });
     Ok((revision, usage))
 }
@@ -190,6 +191,7 @@ fn insufficient(post: &Post) -> Result<Draft, PipelineError> {
         ),
         urls: Vec::new(),
         verdict: None,
+        stance: None,
     })
 }
 

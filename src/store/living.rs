@@ -332,6 +332,7 @@ pub(crate) mod tests {
             language: None,
             vector: None,
             verdict: None,
+            stance: None,
             outcome: "insufficient".into(),
             evidence: vec![],
             reviews: vec![],

@@ -153,6 +153,15 @@ impl Store {
         Ok(changed)
     }
 
+    /// The opt-out recorded under `key` (an account id, or an older build's handle).
+    pub fn opt_out_at(&self, platform: PlatformKind, key: &str) -> Option<OptOut> {
+        self.optouts(platform)
+            .get(format!("optout:{}:{}", platform.as_str(), key.to_lowercase()))
+            .ok()
+            .flatten()
+            .and_then(|v| decode(&v))
+    }
+
     pub fn opted_out(&self, platform: PlatformKind, handle: &str) -> bool {
         self.optouts(platform)
             .contains_key(format!("optout:{}:{}", platform.as_str(), handle.to_lowercase()))

@@ -2,7 +2,8 @@
 //! then the words-only prefilter (the summed rarity of the post's words among the corpus's
 //! claims: a term dictionary lookup a word), then — only for what passed — one embedding run
 //! and one scan of the claims' vectors for the whole batch (`Matcher::same_claims`), then the
-//! stance of each post that matched ([`super::stance`]). No LLM call, no request, no write:
+//! stance of each post that matched (`crate::stance::decide_all`: one multilingual embedding
+//! run for the matches of the batch). A post is read up to `crate::stance::MAX_CHARS`. No LLM call, no request, no write:
 //! a pure function of the corpus and the posts, which the bench runs as the daemon does.
 
 use crate::claims::matcher::{clean_post, Matcher, Space};
@@ -10,7 +11,7 @@ use crate::claims::CorpusError;
 use crate::config::WatchConfig;
 use crate::model::Seen;
 
-use super::stance::{stance, Stance};
+use crate::model::PostStance;
 
 /// What the cheap path made of one post. Closed: the metrics name each.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,9 +25,14 @@ pub enum Fate {
     /// Embedded and scanned: no review of its claim.
     NoMatch,
     /// It matched a review's claim but does not assert it.
-    NotAsserted { review: String, stance: Stance },
+    NotAsserted { review: String, stance: PostStance },
     /// It asserts the claim of the review at `review` (its URL), with that cosine.
-    Asserts { review: String, claim: String, cosine: f32 },
+    Asserts {
+        review: String,
+        claim: String,
+        cosine: f32,
+        stance: PostStance,
+    },
 }
 
 impl Fate {
@@ -55,8 +61,9 @@ pub fn decide(
     let mut english: Vec<(usize, String)> = Vec::new();
     let mut multilingual: Vec<(usize, String)> = Vec::new();
     let max_age = chrono::Duration::seconds(config.max_age_secs as i64);
+    let mut entry_cosines: Vec<f32> = Vec::new();
     for (i, post) in posts.iter().enumerate() {
-        let text = clean_post(&post.text);
+        let text = clean_post(crate::stance::capped(&post.text));
         if text.chars().count() < config.min_chars || now - post.created_at > max_age {
             fates[i] = Some(Fate::Length);
             continue;
@@ -83,6 +90,8 @@ pub fn decide(
             Space::WordsOnly => fates[i] = Some(Fate::NoMatch),
         }
     }
+    // The matches of the batch, their stances decided together: (index, review).
+    let mut matched: Vec<(usize, crate::claims::Entry)> = Vec::new();
     for (space, group) in [(Space::English, english), (Space::Multilingual, multilingual)] {
         if group.is_empty() {
             continue;
@@ -91,21 +100,34 @@ pub fn decide(
         let found = matcher.same_claims(&searcher, &texts, space)?;
         let bar = matcher.threshold(space) + config.same_claim_margin;
         for ((i, _), best) in group.into_iter().zip(found) {
-            fates[i] = Some(match best.filter(|(cosine, _)| *cosine >= bar) {
-                None => Fate::NoMatch,
-                Some((cosine, entry)) => match stance(&posts[i].text, &entry.review.claim) {
-                    Stance::Asserts => Fate::Asserts {
-                        review: entry.review.url,
-                        claim: entry.review.claim,
-                        cosine,
-                    },
-                    other => Fate::NotAsserted {
-                        review: entry.review.url,
-                        stance: other,
-                    },
-                },
-            });
+            match best.filter(|(cosine, _)| *cosine >= bar) {
+                None => fates[i] = Some(Fate::NoMatch),
+                Some((cosine, entry)) => {
+                    entry_cosines.push(cosine);
+                    matched.push((i, entry));
+                }
+            }
         }
+    }
+    let pairs: Vec<(&str, &str)> = matched
+        .iter()
+        .map(|(i, e)| (posts[*i].text.as_str(), e.review.claim.as_str()))
+        .collect();
+    let stances = crate::stance::decide_all(matcher.multilingual().map(|m| m.as_ref()), &pairs);
+    for (((i, entry), stance), cosine) in matched.into_iter().zip(stances).zip(entry_cosines) {
+        fates[i] = Some(if stance.asserts() {
+            Fate::Asserts {
+                review: entry.review.url,
+                claim: entry.review.claim,
+                cosine,
+                stance,
+            }
+        } else {
+            Fate::NotAsserted {
+                review: entry.review.url,
+                stance,
+            }
+        });
     }
     Ok(fates.into_iter().map(|f| f.unwrap_or(Fate::NoMatch)).collect())
 }

@@ -14,7 +14,6 @@
 
 pub mod caps;
 pub mod cheap;
-pub mod stance;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -2,7 +2,10 @@
 //! first, even ahead of a batch waiting for permits — plus a periodic sweep of the store (jobs
 //! of configured platforms, due for a retry, hashtag hits after the rest and re-checks of kept
 //! answers last; served before new hashtag hits, so retries and held drafts never starve), at most `max_jobs_in_flight` at once; on
-//! shutdown it stops taking jobs and gives in-flight ones the grace period.
+//! shutdown it stops taking jobs and gives in-flight ones the grace period. Work nobody asked
+//! for (hashtag hits, reports, re-checks, the watch) holds at most `max_jobs_in_flight - 1`
+//! permits, so one is always left for a mention or a moderator's command, and a mention that
+//! comes while unasked work waits for a permit is taken first.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -42,6 +45,10 @@ pub async fn dispatch(
     shutdown: CancellationToken,
 ) {
     let permits = Arc::new(Semaphore::new(max_in_flight));
+    // What unasked work may hold at once: all but one permit (one, with a single permit).
+    let unasked = Arc::new(Semaphore::new(max_in_flight.saturating_sub(1).max(1)));
+    // Ids of unasked jobs among those the sweep and the later queue hand over.
+    let mut unasked_ids: HashSet<String> = HashSet::new();
     let in_flight: Arc<Mutex<HashSet<String>>> = Arc::default();
     let mut tasks = JoinSet::new();
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
@@ -64,6 +71,7 @@ pub async fn dispatch(
                         crate::model::Cause::HashtagHit { .. } | crate::model::Cause::Report { .. } => 1,
                         _ => 0,
                     });
+                    unasked_ids = due.iter().filter(|j| is_unasked(&j.trigger.cause)).map(|j| j.id.clone()).collect();
                     due.into_iter().map(|j| j.id).collect()
                 }
                 Err(e) => {
@@ -71,7 +79,13 @@ pub async fn dispatch(
                     std::collections::VecDeque::new()
                 }
             },
-            id = later.recv() => match id { Some(id) => [id].into(), None => break },
+            id = later.recv() => match id {
+                Some(id) => {
+                    unasked_ids.insert(id.clone());
+                    [id].into()
+                }
+                None => break,
+            },
         };
         while tasks.try_join_next().is_some() {}
         while let Some(mut id) = ids.pop_front() {
@@ -83,6 +97,29 @@ pub async fn dispatch(
             if !in_flight.lock().expect("in-flight lock").insert(id.clone()) {
                 continue;
             }
+            // Unasked work first takes its share's permit — given up, and the job put back,
+            // when a mention comes meanwhile.
+            let share = if unasked_ids.contains(&id) {
+                tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => {
+                        in_flight.lock().expect("in-flight lock").remove(&id);
+                        break;
+                    }
+                    asked = first.recv() => {
+                        in_flight.lock().expect("in-flight lock").remove(&id);
+                        ids.push_front(id);
+                        match asked {
+                            Some(asked) => ids.push_front(asked),
+                            None => break,
+                        }
+                        continue;
+                    }
+                    p = unasked.clone().acquire_owned() => Some(p.expect("semaphore never closed")),
+                }
+            } else {
+                None
+            };
             let permit = tokio::select! {
                 _ = shutdown.cancelled() => {
                     in_flight.lock().expect("in-flight lock").remove(&id);
@@ -103,6 +140,7 @@ pub async fn dispatch(
                     worker.run(&guard.id).await;
                     drop(guard);
                     drop(permit);
+                    drop(share);
                 }
                 .in_current_span(),
             );
@@ -125,6 +163,17 @@ pub async fn dispatch(
             while tasks.join_next().await.is_some() {}
         }
     }
+}
+
+/// Work nobody asked for: it never takes the last permit.
+fn is_unasked(cause: &crate::model::Cause) -> bool {
+    matches!(
+        cause,
+        crate::model::Cause::Recheck { .. }
+            | crate::model::Cause::Watch { .. }
+            | crate::model::Cause::HashtagHit { .. }
+            | crate::model::Cause::Report { .. }
+    )
 }
 
 #[cfg(test)]

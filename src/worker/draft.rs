@@ -142,7 +142,12 @@ impl Run<'_> {
                         if d.text.trim().is_empty() {
                             draft
                         } else {
-                            crate::pipeline::muse::known::answer(&mut d, &deciding, &target);
+                            crate::pipeline::muse::known::answer(
+                                &mut d,
+                                &deciding,
+                                &target,
+                                job.retrieval.as_ref().and_then(|r| r.stance.as_ref()),
+                            );
                             d
                         }
                     }

@@ -7,7 +7,8 @@
 //! between the call and its record labels once. A re-check's event goes out only while it is
 //! current: the answer open, its author not opted out, and the kept label still the value
 //! the event negates — else nothing is emitted (and what a resumed call may have created is
-//! negated again).
+//! negated again). A label held for a moderator goes out only on the post's version that was
+//! judged (its CID, read again at approval).
 
 use super::{Run, StageError, StageOutcome};
 use crate::model::{Job, JobLabel, LabelValue, SkipReason, Usage};
@@ -38,6 +39,21 @@ impl Run<'_> {
             }
             if let Some(reason) = self.target_gone(job).await? {
                 return Ok(StageOutcome::Skip(reason));
+            }
+            // A label held for a moderator (watch, report, review) may go out hours after the
+            // post was judged: only on the very version judged (its CID), else not at all.
+            if job.review.is_some() && !label.cid.is_empty() {
+                match self.platform.cid_of(&label.uri).await {
+                    Ok(cid) if cid != label.cid => {
+                        tracing::info!(uri = %label.uri, "the post changed while its label was held; not emitted");
+                        return Ok(StageOutcome::Skip(SkipReason::Policy(
+                            "the post changed since it was judged".into(),
+                        )));
+                    }
+                    Ok(_) => {}
+                    Err(PlatformError::Gone(e)) => return Ok(StageOutcome::Skip(SkipReason::TargetUnavailable(e))),
+                    Err(e) => return Err(platform_error(e)),
+                }
             }
         } else {
             // Resumed after the call may have reached the labeler: what does it serve?

@@ -99,6 +99,8 @@ pub struct Worker {
     /// `watch.auto_label`: a watched post's label is put at once (true) or held for a
     /// moderator's `approve` (false).
     pub watch_auto_label: bool,
+    /// `watch.label_ratings`: the verdicts a watched post is taken up for.
+    pub watch_label_verdicts: Vec<crate::model::Verdict>,
     /// First wait after a transient failure (doubles with each attempt).
     pub retry_base: Duration,
 }
@@ -341,6 +343,12 @@ impl Run<'_> {
             let what = outcome.map_or("nothing", Outcome::as_str);
             return Ok(StageOutcome::Skip(SkipReason::Policy(format!(
                 "no fact-check decides it ({what})"
+            ))));
+        }
+        if let Some(v) = verdict.filter(|v| watch::is_watch(job) && !self.worker.watch_label_verdicts.contains(v)) {
+            return Ok(StageOutcome::Skip(SkipReason::Policy(format!(
+                "the watch takes up no {} verdict (watch.label_ratings)",
+                v.as_str()
             ))));
         }
         if is_hit(job) && (outcome != Some(Outcome::Reply) || verdict.is_none()) {

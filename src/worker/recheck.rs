@@ -22,7 +22,7 @@
 use super::{Run, StageError, StageOutcome};
 use crate::config::Corrections;
 use crate::model::{
-    Cause, Draft, Job, JobLabel, Kept, LabelValue, Outcome, Plan, Recalled, RecheckWhy, Retrieval, SkipReason,
+    Cause, Draft, Job, JobLabel, Kept, LabelValue, Outcome, Plan, Recalled, RecheckWhy, Retrieval, SkipReason, Stance,
     UpdateRecord, Usage, Verdict,
 };
 use crate::platform::PlatformError;
@@ -243,6 +243,7 @@ impl Run<'_> {
         let edit = job.plan.as_ref().is_some_and(|p| p.edit);
         let ids: Vec<String> = if edit { Vec::new() } else { job.posted.clone() };
         let verdict = job.draft.as_ref().and_then(|d| settled(d.verdict));
+        let stance = job.draft.as_ref().and_then(|d| d.stance.as_ref()).map(|s| s.stance);
         let reviews = named_reviews(job);
         let urls: Vec<String> = job.draft.iter().flat_map(|d| d.urls.iter().cloned()).collect();
         let at = chrono::Utc::now();
@@ -261,6 +262,7 @@ impl Run<'_> {
             // The thread's verdict is the update's: none when the checks it names disagree or
             // rate without a class (the earlier verdict no longer stands unqualified).
             kept.verdict = verdict;
+            kept.stance = stance;
             for r in &reviews {
                 if !kept.reviews.contains(r) {
                     kept.reviews.push(r.clone());
@@ -519,6 +521,9 @@ enum News {
     /// verdict, disagrees with the thread (the reply says fact-checkers now disagree and
     /// states no verdict) or has a rating without a class (quoted as it is).
     NewCheck,
+    /// The post (edited) now asserts the checked claim where it did not, or no longer does:
+    /// the thread's verdict about it, and any label, no longer fit.
+    Stance,
 }
 
 /// The one rule for whether a re-check's answer is an update: a settled verdict other than the
@@ -529,6 +534,11 @@ fn news(kept: &Kept, draft: &Draft, named: &[String]) -> News {
     }
     if named.iter().any(|r| !kept.named.contains(r)) {
         return News::NewCheck;
+    }
+    // No stance (no check named, or an older record): the verdict is about the post itself.
+    let asserts = |s: Option<Stance>| s.is_none_or(|s| s == Stance::Asserts);
+    if asserts(kept.stance) != asserts(draft.stance.as_ref().map(|s| s.stance)) {
+        return News::Stance;
     }
     match settled(draft.verdict) {
         Some(v) if Some(v) != settled(kept.verdict) => News::Verdict,
@@ -548,52 +558,5 @@ fn named_reviews(job: &Job) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn answer(verdict: Option<Verdict>, named: &[&str]) -> Kept {
-        let mut k = crate::store::test_kept("mastodon:1", chrono::Utc::now());
-        k.verdict = verdict;
-        k.named = named.iter().map(|s| s.to_string()).collect();
-        k
-    }
-
-    fn reply(verdict: Option<Verdict>) -> Draft {
-        Draft {
-            outcome: Outcome::Reply,
-            text: "…".into(),
-            urls: vec![],
-            verdict,
-        }
-    }
-
-    #[test]
-    fn a_new_check_is_news_even_when_it_disagrees_or_rates_without_a_class() {
-        let was = answer(Some(Verdict::Inaccurate), &["https://snopes.com/a"]);
-        let snopes = vec!["https://snopes.com/a".to_string()];
-        let both = vec![
-            "https://snopes.com/a".to_string(),
-            "https://politifact.com/b".to_string(),
-        ];
-        // Fact-checkers now disagree: no verdict, a check not named yet — an update.
-        assert_eq!(news(&was, &reply(None), &both), News::NewCheck);
-        // A check whose rating has no class: quoted, no verdict — an update.
-        assert_eq!(news(&was, &reply(None), &both[1..]), News::NewCheck);
-        // The same verdict with a new check: an update naming it.
-        assert_eq!(news(&was, &reply(Some(Verdict::Inaccurate)), &both), News::NewCheck);
-        // The same verdict and the same checks: nothing.
-        assert_eq!(news(&was, &reply(Some(Verdict::Inaccurate)), &snopes), News::Nothing);
-        // Another verdict: an update.
-        assert_eq!(news(&was, &reply(Some(Verdict::Accurate)), &snopes), News::Verdict);
-        // "Could not verify" again, or no reply: nothing.
-        assert_eq!(news(&was, &reply(Some(Verdict::Unverifiable)), &[]), News::Nothing);
-        let mut insufficient = reply(None);
-        insufficient.outcome = Outcome::Insufficient;
-        assert_eq!(news(&was, &insufficient, &both), News::Nothing);
-        // A "could not verify" thread that now has a verdict: an update.
-        assert_eq!(
-            news(&answer(None, &[]), &reply(Some(Verdict::Misleading)), &[]),
-            News::Verdict
-        );
-    }
-}
+#[path = "recheck_tests.rs"]
+mod tests;

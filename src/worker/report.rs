@@ -134,10 +134,13 @@ impl Run<'_> {
         let target = job.target.as_ref().expect("compose runs after resolve");
         let lang = super::words_language(job);
         let report = match &job.trigger.cause {
-            crate::model::Cause::Report { report } => report.clone(),
+            crate::model::Cause::Report { report, .. } => report.clone(),
             _ => String::new(),
         };
-        let post = target.url.clone().unwrap_or_else(|| target.id.clone());
+        // The post's address is the remote server's word: every `@` a name could follow is
+        // percent-encoded, so nothing in it is a mention — in a direct message a mention is a
+        // recipient, and the finding's recipients are the moderators alone.
+        let post = compose::at_safe(&target.url.clone().unwrap_or_else(|| target.id.clone()));
         match job.trigger.platform {
             crate::model::PlatformKind::Bluesky => {
                 let head = crate::words::say(lang, "note_report", minijinja::context! { post, report => "" });
@@ -146,11 +149,21 @@ impl Run<'_> {
                     max_chars: 10_000,
                     chars_per_url: compose::AS_WRITTEN,
                 };
-                let body = compose::compose(draft, "", whole, &self.worker.reply).join("\n");
+                let mut body = compose::compose(draft, "", whole, &self.worker.reply).join("\n");
+                if let Some(stance) = stance_line(draft, lang) {
+                    body = format!("{body}\n{stance}");
+                }
                 // The post's address is the server's word: no hidden characters reach Ozone.
                 let text = compose::scrub(&format!("musebot: {head}\n{body}"));
                 let config = &self.worker.moderation.config.reports;
-                let decided = crate::labeler::confidence(job) == crate::config::Confidence::FactCheck;
+                // Closed only when a fact-check decided it and every report asked what a
+                // fact-check can judge: a harassment report on a post that also repeats a known
+                // claim stays open for a person.
+                let judgeable = match &job.trigger.cause {
+                    crate::model::Cause::Report { reasons, .. } => crate::model::judgeable(reasons),
+                    _ => false,
+                };
+                let decided = judgeable && crate::labeler::confidence(job) == crate::config::Confidence::FactCheck;
                 let unverified = draft.outcome != Outcome::Reply || draft.verdict.is_none();
                 let item = if unverified && config.escalate {
                     NoteItem::Escalate(text)
@@ -175,6 +188,7 @@ impl Run<'_> {
                     ..limits
                 };
                 let mut body = compose::compose(draft, "", inner, &self.worker.reply);
+                body.extend(stance_line(draft, lang));
                 let mut parts = vec![head];
                 parts.append(&mut body);
                 parts
@@ -234,4 +248,17 @@ impl Run<'_> {
         self.worker.metrics.report(job.trigger.platform.as_str(), "noted");
         Ok(StageOutcome::Next(Usage::default()))
     }
+}
+
+/// The moderators' line on the post's stance toward the checked claim, with its score: why a
+/// finding that names a fact-check carries no label (or does).
+fn stance_line(draft: &crate::model::Draft, lang: &str) -> Option<String> {
+    let s = draft.stance.as_ref()?;
+    let stance = crate::words::say(lang, s.stance.name_key(), ());
+    let score = format!("{:.2}", s.score);
+    Some(crate::words::say(
+        lang,
+        "note_stance",
+        minijinja::context! { stance, score },
+    ))
 }

@@ -267,6 +267,7 @@ impl Run<'_> {
             text,
             urls,
             verdict: None,
+            stance: None,
         });
         // The acknowledgement is tagged with the language of its words.
         job.target = Some(trigger_as_post(&job.trigger, lang));
@@ -338,6 +339,7 @@ impl Run<'_> {
             text,
             urls,
             verdict: None,
+            stance: None,
         });
         job.target = Some(trigger_as_post(&job.trigger, lang));
         Ok(StageOutcome::Next(Usage::default()))

@@ -58,6 +58,7 @@ pub(super) async fn bench(script: Script) -> Bench {
         living: config.living.clone(),
         labeler: config.bluesky.labeler.clone(),
         watch_auto_label: config.watch.auto_label,
+        watch_label_verdicts: config.watch.label_verdicts(),
         retry_base: std::time::Duration::from_secs(config.daemon.retry_base_secs),
     };
     Bench {

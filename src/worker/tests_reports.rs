@@ -27,7 +27,10 @@ fn reports(b: &mut Bench, channel: ReportChannel) {
 /// Report `report` of post `post` by the account with id `reporter`.
 fn report(report: &str, post: &str, reporter: &str) -> Trigger {
     Trigger {
-        cause: Cause::Report { report: report.into() },
+        cause: Cause::Report {
+            report: report.into(),
+            reasons: vec!["misleading".into()],
+        },
         event_id: post.into(),
         status_id: post.into(),
         in_reply_to_id: None,
@@ -243,4 +246,31 @@ async fn hidden_characters_in_the_posts_address_do_not_reach_the_moderators() {
     let all: String = notes(&b).iter().map(|(_, i)| i.text().to_string()).collect();
     assert!(all.contains("https://x.example/@carol/104"), "{all}");
     assert!(!all.contains('\u{202E}'), "{all:?}");
+}
+
+#[tokio::test]
+async fn a_mention_in_the_posts_address_reaches_nobody() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    let mut post = crate::model::Post::text_only(
+        "105",
+        "carol",
+        "The Moon is made of cheese.",
+        chrono::Utc::now(),
+        crate::model::Visibility::Public,
+    );
+    // A remote server's address for its post, written to make the finding's DM a mention.
+    post.url = Some("https://evil.example/notes/1?@spy@evil.example x.@spy2@evil.example ＠spy3@evil.example".into());
+    b.double.add_post(post);
+    let id = b.add(report("13", "105", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    let all: String = notes(&b).iter().map(|(_, i)| i.text().to_string()).collect();
+    assert!(
+        all.contains("https://evil.example/notes/1?%40spy%40evil.example"),
+        "{all}"
+    );
+    for spy in ["@spy", "@spy2", "＠spy3"] {
+        assert!(!all.contains(spy), "{spy} in {all}");
+    }
 }

@@ -22,6 +22,52 @@ pub use mastodon::*;
 pub use sandbox::*;
 pub use web::*;
 
+/// Where the lemon-water fact-check lives (`www.factcheck.org`, served on loopback).
+pub const LEMON_HOST: &str = "www.factcheck.org";
+pub const LEMON_CHECK: &str = "/2025/05/lemon-water/";
+
+/// A fact-checker's site whose page reviews "Drinking hot lemon water cures COVID-19" as False
+/// in its own markup (a corpus match decides only by the live page's review).
+pub async fn lemon_water_site() -> web::Site {
+    let words =
+        "Doctors and health agencies say there is no evidence that lemon water prevents or cures any viral infection. ";
+    let markup = serde_json::json!({"@context": "https://schema.org", "@type": "ClaimReview",
+        "url": format!("http://{LEMON_HOST}{LEMON_CHECK}"),
+        "claimReviewed": "Drinking hot lemon water cures COVID-19",
+        "datePublished": "2025-05-01",
+        "author": {"@type": "Organization", "name": "FactCheck.org"},
+        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+    let page = format!(
+        "<html lang=\"en\"><head><title>Lemon water does not cure COVID-19</title><script type=\"application/ld+json\">{markup}</script></head><body><article><h1>Lemon water does not cure COVID-19</h1><p>{}</p></article></body></html>",
+        words.repeat(8)
+    );
+    web::Site::start(std::collections::BTreeMap::from([(LEMON_CHECK.to_string(), page)])).await
+}
+
+/// The corpus's record of that check (JSONL for `musebot index import`).
+pub fn lemon_water_review() -> String {
+    let review = serde_json::json!({"@context": "https://schema.org", "@type": "ClaimReview",
+        "url": format!("http://{LEMON_HOST}{LEMON_CHECK}"),
+        "name": "Lemon water does not cure COVID-19",
+        "claimReviewed": "Drinking hot lemon water cures COVID-19",
+        "datePublished": "2025-05-01",
+        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+    format!("{review}\n")
+}
+
+/// The `[relevance]` section with the sandbox's models, the multilingual one (which the stance
+/// model reads) included.
+pub fn relevance_toml(sandbox: &Sandbox) -> String {
+    format!(
+        "[relevance]\nonnxruntime = \"{}\"\nmodel = \"{}\"\ntokenizer = \"{}\"\nmultilingual_model = \"{}\"\nmultilingual_tokenizer = \"{}\"\n",
+        sandbox.get("MUSEBOT_ORT_DYLIB"),
+        sandbox.get("MUSEBOT_EMBED_MODEL"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER"),
+        sandbox.get("MUSEBOT_EMBED_MODEL_MULTI"),
+        sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI"),
+    )
+}
+
 /// A scripted LLM's answers about the lemon-water claim: one query, an upheld debate, the
 /// first two passages of the pages as refuting quotes, and a reply citing the first evidence URL.
 pub fn lemon_water(body: &serde_json::Value) -> String {

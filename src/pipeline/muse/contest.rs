@@ -137,6 +137,7 @@ mod tests {
             text: text.into(),
             urls: urls.iter().map(|u| u.to_string()).collect(),
             verdict: Some(verdict),
+            stance: None,
         }
     }
 

@@ -20,7 +20,7 @@ use crate::model::ClaimReview;
 /// Characters of a publisher's rating or claim the bot quotes.
 const QUOTE_CHARS: usize = 80;
 
-fn quoted(text: &str, max: usize) -> String {
+pub(crate) fn quoted(text: &str, max: usize) -> String {
     let clean: String = crate::model::rating::clean(text)
         .chars()
         .map(|c| {

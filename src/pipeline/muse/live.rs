@@ -236,9 +236,20 @@ mod tests {
             text: crate::words::say("en", "insufficient_found", ()),
             urls: Vec::new(),
             verdict: None,
+            stance: None,
         };
         let post = crate::check::text_post("t", POST, &[], None).unwrap();
-        super::super::known::answer(&mut draft, &r.deciding_reviews(), &post);
+        super::super::known::answer(
+            &mut draft,
+            &r.deciding_reviews(),
+            &post,
+            Some(&crate::model::PostStance {
+                stance: crate::model::Stance::Asserts,
+                score: 1.0,
+                claim: String::new(),
+                by: crate::model::StanceBy::Model,
+            }),
+        );
         draft
     }
 

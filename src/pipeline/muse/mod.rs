@@ -2,7 +2,8 @@
 //! [`describe`] (informative image descriptions) → [`known`] (claim matching against the
 //! fact-check corpus) → [`recall`] (claim memory: a kept answer of the same claim lends its
 //! evidence) → [`queries`] → [`search_policy`] (search, credibility, tier caps) → [`pages`] (fetch →
-//! extract → relevance, read in waves) → [`evidence`] (verbatim-checked quotes) → [`reply`].
+//! extract → relevance, read in waves) → [`evidence`] (verbatim-checked quotes) → the stance
+//! (what the post says about the deciding fact-checks' claim, [`known::stance`]) → [`reply`].
 //! Each step reads the persisted [`Retrieval`] and fills its own field; [`Muse::draft`] is the
 //! driver, which checkpoints after every finished step, so a restart resumes after the last
 //! one without repeating its LLM calls.
@@ -107,10 +108,12 @@ pub enum Step {
     Context,
     Pages,
     Evidence,
+    /// The post's stance toward the deciding reviews' claim ([`known::stance`]).
+    Stance,
 }
 
 impl Step {
-    pub const ALL: [Step; 8] = [
+    pub const ALL: [Step; 9] = [
         Step::Describe,
         Step::Match,
         Step::Recall,
@@ -119,6 +122,7 @@ impl Step {
         Step::Context,
         Step::Pages,
         Step::Evidence,
+        Step::Stance,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -131,6 +135,7 @@ impl Step {
             Step::Context => "context",
             Step::Pages => "pages",
             Step::Evidence => "evidence",
+            Step::Stance => "stance",
         }
     }
 
@@ -146,6 +151,8 @@ impl Step {
             Step::Context => r.image_context.as_ref().is_none_or(|c| c.finding.is_some()),
             Step::Pages => r.pages.is_some(),
             Step::Evidence => r.evidence.is_some(),
+            // Nothing to take a stance toward counts as done.
+            Step::Stance => r.stance.is_some() || r.deciding_reviews().is_empty(),
         }
     }
 }
@@ -171,6 +178,7 @@ impl Muse {
                     text,
                     urls: Vec::new(),
                     verdict: None,
+                    stance: None,
                 };
                 return Ok((draft, r.usage()));
             }
@@ -189,6 +197,8 @@ impl Muse {
                 Step::Context => context::run(self, &seen, r, checkpoint).await?,
                 Step::Pages => pages::run(self, &seen, r).await?,
                 Step::Evidence => evidence::run(self, &seen, r).await?,
+                // The post's own words, not the bot's descriptions of its pictures.
+                Step::Stance => known::stance(self, post, r).await?,
             };
             // A text post's (empty) describe and context steps stay out of the trace.
             let idle = match step {
@@ -210,7 +220,7 @@ impl Muse {
         let image_context = context::for_reply(r, agents);
         let unnamed = unnamed::Unnamed::of(r);
         let (mut draft, usage) = reply::run(self, &seen, &evidence, image_context, &unnamed).await?;
-        known::answer(&mut draft, &r.deciding_reviews(), post);
+        known::answer(&mut draft, &r.deciding_reviews(), post, r.stance.as_ref());
         r.record_step("reply", started.elapsed().as_millis() as u64, usage);
         Ok((draft, r.usage()))
     }

@@ -56,6 +56,7 @@ pub(crate) async fn write(
                 text,
                 urls: Vec::new(),
                 verdict: None,
+                stance: None,
             },
             Usage::default(),
         ))
@@ -113,6 +114,7 @@ pub(crate) async fn write(
                     text: verdict::word(v, &explanation, crate::words::language(post.language.as_deref())),
                     urls,
                     verdict: Some(v),
+                    stance: None,
                 },
                 usage,
             ));
@@ -207,7 +209,17 @@ mod tests {
         let (mut draft, _) = write(&pipeline.llm, &pipeline.prompts, &post, &evidence, None, &unnamed)
             .await
             .unwrap();
-        super::super::known::answer(&mut draft, std::slice::from_ref(&named), &post);
+        super::super::known::answer(
+            &mut draft,
+            std::slice::from_ref(&named),
+            &post,
+            Some(&crate::model::PostStance {
+                stance: crate::model::Stance::Asserts,
+                score: 1.0,
+                claim: String::new(),
+                by: crate::model::StanceBy::Model,
+            }),
+        );
         let requests = llm.requests.lock().unwrap().clone();
         let prompt = requests[0]["messages"][1]["content"].as_str().unwrap();
         assert!(prompt.contains("(not a fact-checker's page)"), "{prompt}");

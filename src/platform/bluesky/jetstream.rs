@@ -230,7 +230,7 @@ fn seen_of_record(
         author_handle: None,
         author_is_bot: false,
         author_nobot: false,
-        text: record["text"].as_str().unwrap_or_default().to_string(),
+        text: Seen::kept_text(record["text"].as_str().unwrap_or_default()),
         langs: record["langs"]
             .as_array()
             .into_iter()

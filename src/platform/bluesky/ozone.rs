@@ -90,14 +90,19 @@ pub async fn open_reports(
     Ok((subjects, page.cursor))
 }
 
-/// The first report on `uri`: its event id and the reporter's DID. `None` when the subject
-/// carries no report event (a moderator opened it by hand).
-pub async fn first_report(xrpc: &Xrpc, did: &str, uri: &str) -> Result<Option<(String, String)>, XrpcError> {
+/// The first report on `uri` (its event id and the reporter's DID) and the short reasons of
+/// the reports on it (up to 100, `crate::model::short_reason`). `None` when the
+/// subject carries no report event (a moderator opened it by hand).
+pub async fn first_report(
+    xrpc: &Xrpc,
+    did: &str,
+    uri: &str,
+) -> Result<Option<(String, String, Vec<String>)>, XrpcError> {
     let params = [
         ("subject", uri.to_string()),
         ("types", format!("{DEFS}#modEventReport")),
         ("sortDirection", "asc".to_string()),
-        ("limit", "1".to_string()),
+        ("limit", "100".to_string()),
     ];
     let page: Events = xrpc
         .query_via(
@@ -107,10 +112,18 @@ pub async fn first_report(xrpc: &Xrpc, did: &str, uri: &str) -> Result<Option<(S
             &labeler_proxy(did),
         )
         .await?;
+    let mut reasons: Vec<String> = page
+        .events
+        .iter()
+        .filter_map(|e| e["event"]["reportType"].as_str())
+        .map(crate::model::short_reason)
+        .collect();
+    reasons.sort();
+    reasons.dedup();
     Ok(page.events.first().and_then(|e| {
         let id = e["id"].as_i64()?.to_string();
         let by = e["createdBy"].as_str()?.to_string();
-        Some((id, by))
+        Some((id, by, reasons))
     }))
 }
 

@@ -99,7 +99,7 @@ impl OzoneReports {
             }
             intake.metrics().report("bluesky", "seen");
             let trigger = match first_report(&self.xrpc, &self.bot.did, &uri).await? {
-                Some((report, reporter)) => Some(trigger(&uri, at, report, reporter)),
+                Some((report, reporter, reasons)) => Some(trigger(&uri, at, report, reporter, reasons)),
                 None => {
                     tracing::info!(uri, "an open subject without a report event skipped");
                     None
@@ -121,10 +121,10 @@ impl OzoneReports {
 
 /// A reported post → a trigger: the post is the target; the first reporter stands as the
 /// author only as a key (nobody is addressed).
-fn trigger(uri: &str, at: &str, report: String, reporter: String) -> Trigger {
+fn trigger(uri: &str, at: &str, report: String, reporter: String, reasons: Vec<String>) -> Trigger {
     Trigger {
         platform: PlatformKind::Bluesky,
-        cause: Cause::Report { report },
+        cause: Cause::Report { report, reasons },
         event_id: uri.to_string(),
         status_id: uri.to_string(),
         in_reply_to_id: None,

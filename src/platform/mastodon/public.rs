@@ -181,7 +181,7 @@ pub fn seen_of(status: Status, bot: &BotIdentity, cursor: Option<String>) -> Opt
         author_handle: Some(status.account.acct.clone()),
         author_is_bot: status.account.bot,
         author_nobot: status.account.opted_out(),
-        text,
+        text: Seen::kept_text(&text),
         langs: status.language.into_iter().collect(),
         created_at: status.created_at,
         is_reply: status.in_reply_to_id.is_some(),

@@ -179,6 +179,8 @@ fn trigger(
         platform: PlatformKind::Mastodon,
         cause: Cause::Report {
             report: report.to_string(),
+            // Mastodon's reports are never closed by the bot: their category is not needed.
+            reasons: Vec::new(),
         },
         event_id: status.id.clone(),
         status_id: status.id,
@@ -235,7 +237,13 @@ mod tests {
         let events = events(report("9", false, "2026-12-01T10:05:00.000Z"), &bot(), oldest);
         assert_eq!(events.len(), 2);
         let t = events[0].trigger.as_ref().unwrap();
-        assert_eq!(t.cause, Cause::Report { report: "9".into() });
+        assert_eq!(
+            t.cause,
+            Cause::Report {
+                report: "9".into(),
+                reasons: Vec::new()
+            }
+        );
         assert_eq!((t.event_id.as_str(), t.target_id()), ("100", "100"));
         assert_eq!(
             t.author.id.as_deref(),

@@ -1,33 +1,11 @@
-//! Does a post assert the claim it matched? A post that quotes a false claim to refute it,
-//! asks whether it is true, or reports that others say it must not be labelled false. This is
-//! the watch's stance model: word cues, no LLM call, read only for posts that matched a
-//! fact-check. It is built to abstain: any cue of denial, doubt or reporting keeps the label
-//! off, so what it misses is recall, not precision (measured on `tests/data/stance/`, see
-//! `stance_on_the_labelled_pairs`).
+//! The word rules of the stance decision: cues of denial, doubt and reporting in the post
+//! that the claim itself does not carry. Built to abstain: any such cue keeps the post from
+//! *asserting*, so they are precise about denials and questions (no `against` headline of the
+//! Emergent dev split is called asserting) but call many reports asserting. `super::decide`
+//! uses them as a veto and as features of the model; alone (no multilingual model) they never
+//! decide `Asserts`. Every rule is linear in the text.
 
-/// A post's stance toward the claim it matched. Closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stance {
-    /// It says the claim is so: the only stance labelled.
-    Asserts,
-    /// It says the claim is false (debunks, corrects, mocks it).
-    Denies,
-    /// It asks whether the claim is true.
-    Asks,
-    /// It reports that the claim circulates, without making it its own.
-    Mentions,
-}
-
-impl Stance {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stance::Asserts => "asserts",
-            Stance::Denies => "denies",
-            Stance::Asks => "asks",
-            Stance::Mentions => "mentions",
-        }
-    }
-}
+pub use crate::model::Stance;
 
 /// Words and phrases that say the claim is false (lower case; matched on word boundaries).
 const DENY: &[&str] = &[
@@ -268,7 +246,8 @@ const POST_ATTRIBUTES: &[&str] = &[
     "announced",
 ];
 
-/// The post's stance toward `claim` (the matched review's claim).
+/// The post's stance toward `claim` (the matched review's claim) by the word rules alone:
+/// never `Unclear`.
 pub fn stance(post: &str, claim: &str) -> Stance {
     let text = normalise(post);
     let claim_text = normalise(claim);
@@ -303,7 +282,7 @@ fn has_any(text: &str, list: &[&str]) -> bool {
 }
 
 /// Whether `cue` stands in `text` as whole words.
-fn has(text: &str, cue: &str) -> bool {
+pub(super) fn has(text: &str, cue: &str) -> bool {
     let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
     let mut from = 0;
     while let Some(at) = text[from..].find(cue) {
@@ -321,10 +300,16 @@ fn has(text: &str, cue: &str) -> bool {
     false
 }
 
-/// Whether the post signs a quote with a name ("… — Alan Rickman", "- Mark Twain").
+/// Whether the post signs a quote with a name ("… — Alan Rickman", "- Mark Twain"). Each
+/// dash reads at most the 64 bytes after it, so a text of dashes costs linear time.
 fn signed(post: &str) -> bool {
     post.match_indices(['—', '–', '-']).any(|(at, dash)| {
-        let mut words = post[at + dash.len()..].split_whitespace();
+        let start = at + dash.len();
+        let mut end = (start + 64).min(post.len());
+        while !post.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut words = post[start..end].split_whitespace();
         let capital = |w: Option<&str>| w.and_then(|w| w.chars().next()).is_some_and(char::is_uppercase);
         let first = words.next();
         let second = words.next();
@@ -398,5 +383,16 @@ mod tests {
         assert!(has(" it's a lie ", "lie"));
         assert!(!has(" believe ", "lie"));
         assert!(has(" no, ", "no,"));
+    }
+
+    #[test]
+    fn a_text_of_dashes_is_read_in_linear_time() {
+        let dashes = "- ".repeat(100_000);
+        // Quadratic (each dash reading the rest), this took minutes; now each reads 64 bytes.
+        assert!(!signed(&dashes));
+        assert_eq!(
+            stance(&dashes, "The Great Wall is visible from the Moon"),
+            Stance::Asserts
+        );
     }
 }
