@@ -22,9 +22,10 @@ pub(crate) fn is_report(job: &Job) -> bool {
 }
 
 impl Run<'_> {
-    /// The resolve stage for a reported post: readable, public, not the bot's, not answered
-    /// yet, within the day's report share and the reporter's window (charged once per job) —
-    /// else skipped with the reason (counted), costing nothing more.
+    /// The resolve stage for a reported post: within the day's report share and the
+    /// reporter's window (charged once per job, before the post is fetched), readable,
+    /// public, not the bot's, not answered yet — else skipped with the reason (counted),
+    /// costing nothing more.
     pub(super) async fn resolve_report(&self, job: &mut Job) -> Result<StageOutcome, StageError> {
         let platform = job.trigger.platform.as_str();
         let skip = |reason: SkipReason| {
@@ -49,6 +50,19 @@ impl Run<'_> {
             tracing::info!(until = %tomorrow, "the day's budget share for reports is spent; the reported post waits");
             return Ok(StageOutcome::Wait(tomorrow));
         }
+        // One reporter's flood is bounded by the window mentions use, charged before the
+        // post is fetched (a flood of reports spends no request); the post is charged to the
+        // first reporter only (fifty reports of one post are one job).
+        let who = format!("{platform}:{}", job.trigger.author.key());
+        if !self.worker.store.charge_window(
+            &format!("rate:checks:{who}"),
+            &job.id,
+            self.worker.limits.checks_per_requester_per_hour,
+            chrono::Duration::hours(1),
+            chrono::Utc::now(),
+        )? {
+            return skip(SkipReason::OverQuotaSilenced);
+        }
         let mut target = match self.platform.resolve(&job.trigger).await {
             Ok(t) => t,
             Err(crate::platform::PlatformError::Gone(e)) => return skip(SkipReason::TargetUnavailable(e)),
@@ -64,18 +78,6 @@ impl Run<'_> {
         }
         if self.worker.store.reply_for(&job.target_key(&target.id))?.is_some() {
             return skip(SkipReason::Policy("already answered".into()));
-        }
-        // One reporter's flood is bounded by the window mentions use; the post is charged
-        // to the first reporter only (fifty reports of one post are one job).
-        let who = format!("{platform}:{}", job.trigger.author.key());
-        if !self.worker.store.charge_window(
-            &format!("rate:checks:{who}"),
-            &job.id,
-            self.worker.limits.checks_per_requester_per_hour,
-            chrono::Duration::hours(1),
-            chrono::Utc::now(),
-        )? {
-            return skip(SkipReason::OverQuotaSilenced);
         }
         tracing::info!(target = %target.id, "reported post resolved");
         job.target = Some(target);

@@ -142,6 +142,7 @@ async fn reports_off_and_the_reporters_window_bound_what_reports_cost() {
     let mut b = bench(Script::reply(VERDICT)).await;
     reports(&mut b, ReportChannel::Note);
     b.worker.limits.checks_per_requester_per_hour = 2;
+    let mut reads = Vec::new();
     for (n, pid) in ["101", "102", "103"].iter().enumerate() {
         b.double.add_post(crate::model::Post::text_only(
             pid,
@@ -152,10 +153,13 @@ async fn reports_off_and_the_reporters_window_bound_what_reports_cost() {
         ));
         let id = b.add(report(&n.to_string(), pid, "7"));
         b.run(&id).await;
+        reads.push(b.double.count(Call::Resolve));
     }
     let calls = b.llm_calls();
     let third = b.worker.store.job("mastodon:report:103").unwrap().unwrap();
     assert_eq!(third.status, Status::Skipped(SkipReason::OverQuotaSilenced));
+    // Charged before the post is read: the report past the window costs no request.
+    assert_eq!(reads[2], reads[1], "the third reported post was fetched: {reads:?}");
 
     // A moderator's `reports off`: the next report is skipped before any LLM call.
     b.worker
