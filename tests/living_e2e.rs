@@ -13,12 +13,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 const HOST: &str = LEMON_HOST;
 const CHECK: &str = LEMON_CHECK;

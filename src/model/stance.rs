@@ -75,6 +75,17 @@ pub struct PostStance {
 }
 
 impl PostStance {
+    /// An asserting stance toward `claim` (tests: a post whose verdict the checks decide).
+    #[cfg(test)]
+    pub fn asserting(claim: &str) -> PostStance {
+        PostStance {
+            stance: Stance::Asserts,
+            score: 1.0,
+            claim: claim.into(),
+            by: StanceBy::Model,
+        }
+    }
+
     /// Whether a verdict about the claim is a verdict about this post.
     pub fn asserts(&self) -> bool {
         self.stance == Stance::Asserts

@@ -27,12 +27,7 @@ pub enum Fate {
     /// It matched a review's claim but does not assert it.
     NotAsserted { review: String, stance: PostStance },
     /// It asserts the claim of the review at `review` (its URL), with that cosine.
-    Asserts {
-        review: String,
-        claim: String,
-        cosine: f32,
-        stance: PostStance,
-    },
+    Asserts { review: String, claim: String, cosine: f32 },
 }
 
 impl Fate {
@@ -120,7 +115,6 @@ pub fn decide(
                 review: entry.review.url,
                 claim: entry.review.claim,
                 cosine,
-                stance,
             }
         } else {
             Fate::NotAsserted {

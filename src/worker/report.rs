@@ -2,8 +2,10 @@
 //! them, the finding the compose stage writes for the moderators, and the `Note` stage that
 //! delivers it — a direct message thread to the configured moderators on Mastodon (which has
 //! no API for report notes), events on the subject in the labeler's Ozone on Bluesky (a
-//! comment; an acknowledgement when a matched fact-check decided the verdict, an escalation
-//! when the bot could not verify it). Each item is delivered once: a stable key per item
+//! comment; an acknowledgement, which closes the report, only when a matched fact-check decided
+//! the verdict and every report's reason is one a fact-check can judge — misleading or "other";
+//! an escalation when the bot could not verify it). The finding names the post's stance toward
+//! the checked claim and its score. Each item is delivered once: a stable key per item
 //! (`Idempotency-Key`, Ozone's `externalId`) and its id saved before the next.
 //!
 //! Confidential: nothing public says a post was reported or by whom. A public reply (by the

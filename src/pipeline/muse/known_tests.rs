@@ -27,12 +27,7 @@ fn post() -> Post {
 }
 
 fn asserting() -> PostStance {
-    PostStance {
-        stance: Stance::Asserts,
-        score: 0.97,
-        claim: "The Great Wall is visible from the Moon".into(),
-        by: crate::model::StanceBy::Model,
-    }
+    PostStance::asserting("The Great Wall is visible from the Moon")
 }
 
 fn insufficient() -> Draft {

@@ -243,12 +243,7 @@ mod tests {
             &mut draft,
             &r.deciding_reviews(),
             &post,
-            Some(&crate::model::PostStance {
-                stance: crate::model::Stance::Asserts,
-                score: 1.0,
-                claim: String::new(),
-                by: crate::model::StanceBy::Model,
-            }),
+            Some(&crate::model::PostStance::asserting("")),
         );
         draft
     }

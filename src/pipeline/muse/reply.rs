@@ -213,12 +213,7 @@ mod tests {
             &mut draft,
             std::slice::from_ref(&named),
             &post,
-            Some(&crate::model::PostStance {
-                stance: crate::model::Stance::Asserts,
-                score: 1.0,
-                claim: String::new(),
-                by: crate::model::StanceBy::Model,
-            }),
+            Some(&crate::model::PostStance::asserting("")),
         );
         let requests = llm.requests.lock().unwrap().clone();
         let prompt = requests[0]["messages"][1]["content"].as_str().unwrap();
