@@ -189,11 +189,17 @@ impl Intake {
             }
         }
         let id = trigger.job_id();
-        if inner.store.job(&id)?.is_some() {
-            if let Some((name, value)) = cursor {
-                inner.store.advance_cursor(name, value)?;
+        // A report job that ended on its reporter alone is taken over by another reporter's
+        // report of the same post; anything else already held is this event again.
+        let mut reopen = false;
+        if let Some(held) = inner.store.job(&id)? {
+            reopen = held.reopened_by(&trigger);
+            if !reopen {
+                if let Some((name, value)) = cursor {
+                    inner.store.advance_cursor(name, value)?;
+                }
+                return Ok(());
             }
-            return Ok(());
         }
         // A hit whose tag's day or author's window is spent is dropped here, before anything
         // is stored: a flooded tag costs a cursor move, not a job (and an fsync) per post.
@@ -209,7 +215,16 @@ impl Intake {
         let cause = trigger.cause.as_str();
         let mut job = Job::new(trigger);
         self.triage(&mut job);
-        if !inner.store.enqueue(&job, cursor)? {
+        let stored = if reopen {
+            let taken = inner.store.reopen(&job, cursor, |held| held.reopened_by(&job.trigger))?;
+            if taken {
+                tracing::info!(job = %job.id, "a reported post skipped for its first reporter is reported again; checked for this one");
+            }
+            taken
+        } else {
+            inner.store.enqueue(&job, cursor)?
+        };
+        if !stored {
             return Ok(());
         }
         if job.trigger.cause == Cause::Mention {

@@ -171,6 +171,7 @@ pub(super) async fn run(secrets: Secrets, shared: Shared) -> anyhow::Result<()> 
                     every: Duration::from_secs(reports.poll_secs),
                     max_age: chrono::Duration::hours(reports.max_age_hours as i64),
                     wake,
+                    min_gap: crate::platform::mastodon::reports::MIN_GAP,
                 },
             ));
         }

@@ -216,6 +216,21 @@ impl Job {
         }
     }
 
+    /// Whether a report of the same post by another account takes over this report job: the
+    /// job ended on its reporter alone (blocked, opted out, over its window), so whoever
+    /// reported first cannot keep a post from ever being checked. A report by the same
+    /// reporter (a re-read) takes over nothing.
+    pub fn reopened_by(&self, report: &Trigger) -> bool {
+        let reporter_bound = matches!(
+            self.status,
+            Status::Skipped(SkipReason::Blocked | SkipReason::OptedOut | SkipReason::OverQuotaSilenced)
+        );
+        matches!(self.trigger.cause, super::trigger::Cause::Report { .. })
+            && matches!(report.cause, super::trigger::Cause::Report { .. })
+            && reporter_bound
+            && !self.trigger.author.same_account(&report.author)
+    }
+
     /// The first stage whose output is missing, or `None` when nothing is left to do (the job
     /// is finished, or every part of its reply is posted).
     pub fn next_stage(&self) -> Option<Stage> {

@@ -178,6 +178,34 @@ impl Store {
         Ok(inserted)
     }
 
+    /// Replaces the job stored under `job.id` by `job` when `takes_over` says the stored one
+    /// may be replaced (a report job that ended on its reporter alone), atomically: a job
+    /// changed meanwhile is left as it is. `true` when replaced. The cursor moves either way.
+    pub fn reopen(
+        &self,
+        job: &Job,
+        cursor: Option<(&str, &str)>,
+        takes_over: impl Fn(&Job) -> bool,
+    ) -> Result<bool, StoreError> {
+        let mut replaced = false;
+        if let Some(old) = self.jobs.get(job.id.as_bytes())? {
+            if decode(&job.id, &old).is_ok_and(|o| takes_over(&o)) {
+                replaced = self
+                    .jobs
+                    .compare_and_swap(job.id.as_bytes(), Some(&old), Some(encode(job)))?
+                    .is_ok();
+                if replaced && job.status == Status::Pending {
+                    self.pending.insert(job.id.as_bytes(), &[])?;
+                }
+            }
+        }
+        if let Some((name, value)) = cursor {
+            self.advance_cursor(name, value)?;
+        }
+        self.flush()?;
+        Ok(replaced)
+    }
+
     /// Moves a cursor forward (numeric-aware: Mastodon ids are decimal strings of any length).
     pub fn advance_cursor(&self, name: &str, value: &str) -> Result<(), StoreError> {
         let cur = self.cursor(name)?;

@@ -278,3 +278,96 @@ async fn a_mention_in_the_posts_address_reaches_nobody() {
         assert!(!all.contains(spy), "{spy} in {all}");
     }
 }
+
+/// An intake over the bench's store and moderation, as the daemon builds it.
+fn intake(b: &Bench) -> crate::intake::Intake {
+    let (queues, _, _) = crate::intake::Queues::new(16);
+    crate::intake::Intake::new(
+        b.worker.store.clone(),
+        crate::metrics::Metrics::new(),
+        queues,
+        Default::default(),
+        b.worker.moderation.clone(),
+    )
+}
+
+async fn accept(intake: &crate::intake::Intake, t: Trigger) {
+    let event = crate::intake::Event {
+        trigger: Some(t),
+        cursor: None,
+    };
+    intake.accept(event).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_post_skipped_for_its_first_reporter_is_checked_when_someone_else_reports_it() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    b.worker.limits.checks_per_requester_per_hour = 1;
+    for pid in ["100", "101"] {
+        b.double.add_post(crate::model::Post::text_only(
+            pid,
+            "carol",
+            "The Moon is made of cheese.",
+            chrono::Utc::now(),
+            crate::model::Visibility::Public,
+        ));
+    }
+    // The first reporter of post 100 opted out: the job is skipped at intake.
+    let out = crate::model::OptOut {
+        platform: crate::model::PlatformKind::Mastodon,
+        handle: "7".into(),
+        since: chrono::Utc::now(),
+    };
+    b.worker.store.set_opt_out(crate::model::PlatformKind::Mastodon, "7", Some(&out)).unwrap();
+    let intake = intake(&b);
+    accept(&intake, report("1", "100", "7")).await;
+    let id = "mastodon:report:100";
+    let job = b.worker.store.job(id).unwrap().unwrap();
+    assert_eq!(job.status, Status::Skipped(SkipReason::OptedOut));
+    // The same reporter again (a re-read) changes nothing.
+    accept(&intake, report("1", "100", "7")).await;
+    assert_eq!(b.worker.store.job(id).unwrap().unwrap().status, Status::Skipped(SkipReason::OptedOut));
+    // Someone else's report of the post: checked, for that reporter.
+    accept(&intake, report("2", "100", "8")).await;
+    let job = b.worker.store.job(id).unwrap().unwrap();
+    assert_eq!(job.status, Status::Pending);
+    assert_eq!(job.trigger.author.id.as_deref(), Some("8"));
+    let job = b.run(id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(!notes(&b).is_empty(), "the moderators hear of it");
+    // A done job is not taken over: many reports, one check.
+    let calls = b.llm_calls();
+    accept(&intake, report("3", "100", "9")).await;
+    assert_eq!(b.worker.store.job(id).unwrap().unwrap().status, Status::Done);
+    assert_eq!(b.llm_calls(), calls);
+
+    // Reporter 8 has spent its one check this hour: its report of 101 is skipped, and
+    // taken over by the next reporter's.
+    accept(&intake, report("4", "101", "8")).await;
+    let job = b.run("mastodon:report:101").await;
+    assert_eq!(job.status, Status::Skipped(SkipReason::OverQuotaSilenced));
+    accept(&intake, report("5", "101", "10")).await;
+    let job = b.run("mastodon:report:101").await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+}
+
+#[tokio::test]
+async fn a_platform_moderators_reports_are_bounded_by_the_budget_not_the_strangers_window() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    b.worker.moderation = b.worker.moderation.clone().with_mastodon_ids(["77".to_string()]);
+    b.worker.limits.checks_per_requester_per_hour = 1;
+    for (n, pid) in ["101", "102", "103"].iter().enumerate() {
+        b.double.add_post(crate::model::Post::text_only(
+            pid,
+            "carol",
+            "The Moon is made of cheese.",
+            chrono::Utc::now(),
+            crate::model::Visibility::Public,
+        ));
+        let id = b.add(report(&n.to_string(), pid, "77"));
+        let job = b.run(&id).await;
+        assert_eq!(job.status, Status::Done, "report {n}: {:?} {:?}", job.status, job.last_error);
+    }
+}

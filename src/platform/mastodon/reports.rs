@@ -1,9 +1,10 @@
 //! Reported posts on Mastodon: the server's open reports (`GET /api/v1/admin/reports`, which
 //! needs a role that may manage reports and the `admin:read:reports` scope) read forward from
 //! the cursor (`mastodon:reports`, the last report id read) every `moderation.reports.poll_secs`,
-//! and at once when the mention stream sees an `admin.report` notification or the
-//! `report.created` webhook arrives (the daemon's webhook listener); both only wake the read, which alone
-//! says what a report holds. Every reported status of an open report goes to intake as
+//! and when the mention stream sees an `admin.report` notification or the `report.created`
+//! webhook arrives (the daemon's webhook listener); both only wake the read, which alone says
+//! what a report holds, and wake-ups closer than [`MIN_GAP`] to the last read are one read at
+//! the gap's end (a flood of Flags costs a read per gap). Every reported status of an open report goes to intake as
 //! `Cause::Report`, its event id the status id, so a status named by fifty reports is one job;
 //! the cursor moves with a report's last status, so a crash part-way re-reads the report and
 //! intake drops what it already holds. On a first start (no cursor) a report older than
@@ -35,7 +36,14 @@ pub struct ReportWatch {
     pub max_age: chrono::Duration,
     /// Woken by an `admin.report` notification or the webhook.
     pub wake: Arc<Notify>,
+    /// The least time between two reads a wake-up starts ([`MIN_GAP`] in the daemon): a
+    /// server sending a Flag every second, or a webhook called in a loop, costs one read per
+    /// gap, however many wake-ups come meanwhile (they coalesce into the next read).
+    pub min_gap: Duration,
 }
+
+/// The daemon's least time between two reads that wake-ups start.
+pub const MIN_GAP: Duration = Duration::from_secs(10);
 
 impl ReportWatch {
     /// Runs until `stop`; a failed read is logged, shown in `/healthz` and tried again.
@@ -44,12 +52,28 @@ impl ReportWatch {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut warned = false;
         let mut failures = 0u32;
+        let mut last_read: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tick.tick() => {}
-                _ = self.wake.notified() => {}
+                _ = self.wake.notified() => {
+                    // Wake-ups during the gap are one read at its end (`Notify` keeps one).
+                    if let Some(last) = last_read {
+                        tokio::select! {
+                            _ = stop.cancelled() => return,
+                            _ = tokio::time::sleep_until(last + self.min_gap) => {}
+                        }
+                        // Those that came meanwhile are this read.
+                        tokio::select! {
+                            biased;
+                            _ = self.wake.notified() => {}
+                            _ = std::future::ready(()) => {}
+                        }
+                    }
+                }
             }
+            last_read = Some(tokio::time::Instant::now());
             match self.poll_once(&intake).await {
                 Ok(()) => {
                     intake.metrics().set_report_reader("mastodon", "following", None);
@@ -299,6 +323,7 @@ mod tests {
             every: Duration::from_secs(3600),
             max_age: chrono::Duration::hours(24),
             wake: Default::default(),
+            min_gap: MIN_GAP,
         };
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::open(dir.path()).unwrap();
@@ -318,6 +343,62 @@ mod tests {
             "{reason}"
         );
         assert!(!run.is_finished(), "the watch goes on");
+        stop.cancel();
+        run.await.unwrap();
+    }
+
+    /// Thirty wake-ups within a gap (a Flag a second, a webhook in a loop) are one read.
+    #[tokio::test]
+    async fn wake_ups_within_the_gap_are_one_read() {
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = reads.clone();
+        let app = axum::Router::new().route(
+            "/api/v1/admin/reports",
+            axum::routing::get(move || {
+                let counted = counted.clone();
+                async move {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    axum::Json(serde_json::json!([]))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let config = crate::config::MastodonConfig {
+            base_url: format!("http://{addr}"),
+            max_retries: 0,
+            ..Default::default()
+        };
+        let wake: Arc<Notify> = Default::default();
+        let watch = ReportWatch {
+            client: MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap(),
+            bot: bot(),
+            every: Duration::from_secs(3600),
+            max_age: chrono::Duration::hours(24),
+            wake: wake.clone(),
+            min_gap: Duration::from_millis(1500),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let intake = Intake::for_tests(crate::store::Store::open(dir.path()).unwrap());
+        let stop = CancellationToken::new();
+        let run = tokio::spawn(watch.run(intake, stop.clone()));
+        let read = || reads.load(std::sync::atomic::Ordering::SeqCst);
+        while read() == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for _ in 0..30 {
+            wake.notify_one();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(read(), 1, "wake-ups inside the gap read nothing yet");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while read() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the coalesced read never came");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        assert_eq!(read(), 2, "thirty wake-ups were one read");
         stop.cancel();
         run.await.unwrap();
     }
