@@ -7,7 +7,8 @@
 //! ([`super::take_down`]); only hidden from the bot (its author blocks the bot, or the
 //! platform cannot tell) → the answer stays, marked `hidden` and no longer followed (a block
 //! must not take a correction down while the false post stays up). Edited (another digest of
-//! its text) → a re-check, which posts an update only if the verdict changes. The post that
+//! its text) → a re-check at once when its words changed (spacing, case or punctuation alone
+//! is not re-checked), which posts an update only if the verdict changes. The post that
 //! asked deleted (confirmed the same way) → the answer stays, unless
 //! `delete_when_asker_deletes`. A rate limit ends the round; other errors skip the post until
 //! the next round.
@@ -127,7 +128,7 @@ impl Follower {
                 let mut gone = match seen {
                     Ok(post) => {
                         let digest = super::digest(&post);
-                        if digest != kept.digest && self.edited(&kept, digest, &post.text)? {
+                        if digest != kept.digest && self.edited(&kept, digest, &post)? {
                             round.edited += 1;
                         }
                         None
@@ -193,12 +194,20 @@ impl Follower {
         Ok(())
     }
 
-    /// The checked post reads otherwise now: its old claim vector is forgotten at once (claim
-    /// memory must not answer the old words from it) and a re-check is set. The new text and
-    /// digest are taken only when the re-check is set (or the thread takes none): an edit met
-    /// during the cooldown, or while a re-check waits, is met again next round. Returns whether
-    /// a re-check was set.
-    fn edited(&self, kept: &Kept, digest: String, text: &str) -> Result<bool, StoreError> {
+    /// The checked post reads otherwise now. Its words the same (spacing, case, punctuation):
+    /// the new digest is taken and nothing is re-checked. Else its old claim vector is
+    /// forgotten at once (claim memory must not answer the old words from it) and a re-check
+    /// is set at once — the cooldown does not hold edits, the idle bound does. The new text
+    /// and digests are taken only when the re-check is set (or the thread takes none): an
+    /// edit met while a re-check waits is met again next round. Returns whether a re-check
+    /// was set.
+    fn edited(&self, kept: &Kept, digest: String, post: &crate::model::Post) -> Result<bool, StoreError> {
+        let (text, words) = (&post.text, super::words(post));
+        if !kept.words.is_empty() && words == kept.words {
+            tracing::info!(job = %kept.job_id, "the checked post was edited without changing its words; nothing to re-check");
+            self.store.update_kept(&kept.job_id, |k| k.digest = digest.clone())?;
+            return Ok(false);
+        }
         self.store.forget_vector(&kept.job_id)?;
         let (set, _) = super::recheck_now(
             &self.store,
@@ -211,6 +220,7 @@ impl Follower {
             super::RecheckSet::Set | super::RecheckSet::Closed => {
                 self.store.update_kept(&kept.job_id, |k| {
                     k.digest = digest.clone();
+                    k.words = words.clone();
                     k.claim = text.to_string();
                 })?;
                 if set == super::RecheckSet::Set {

@@ -156,3 +156,37 @@ async fn an_asker_who_blocks_the_bot_has_not_deleted_the_ask() {
     double.posts.lock().unwrap().remove("m1");
     assert_eq!(f.round().await.unwrap().deleted, 1);
 }
+
+/// An edit of spacing, case or punctuation re-checks nothing; an edit into another claim
+/// right after an asked re-check (within the cooldown) is re-checked at once, and said once.
+#[tokio::test]
+async fn an_edit_that_changes_the_words_is_rechecked_at_once_and_a_trivial_one_not_at_all() {
+    let (f, double) = bench();
+    let mut k = kept(1, "100");
+    k.digest = crate::living::digest(&post("100"));
+    k.words = crate::living::words(&post("100"));
+    // The asker's re-check ran a minute ago: the cooldown holds their next `recheck`.
+    k.last_asked = Some(chrono::Utc::now() - chrono::Duration::minutes(1));
+    f.store.create_kept(&k).unwrap();
+    let edit = |text: &str| {
+        let mut p = post("100");
+        p.text = text.into();
+        double.add_post(p);
+    };
+    edit("the  moon is made of CHEESE!!");
+    let round = f.round().await.unwrap();
+    assert_eq!(round.edited, 0, "{round:?}");
+    let now = f.store.kept("mastodon:1").unwrap().unwrap();
+    assert!(now.pending.is_none(), "nothing re-checked: {now:?}");
+    assert_ne!(now.digest, k.digest, "the trivial edit is taken, not met again each round");
+    assert_eq!(f.round().await.unwrap().edited, 0);
+
+    edit("The Moon is made of cheese?");
+    assert_eq!(f.round().await.unwrap().edited, 1, "a question is another post");
+    let now = f.store.kept("mastodon:1").unwrap().unwrap();
+    assert!(now.pending.is_some(), "re-checked at once, within the cooldown: {now:?}");
+    assert_eq!(now.claim, "The Moon is made of cheese?");
+    // While that re-check waits, another edit is met again later, not set twice.
+    edit("The Moon is made of rock.");
+    assert_eq!(f.round().await.unwrap().edited, 0);
+}

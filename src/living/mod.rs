@@ -40,6 +40,40 @@ pub fn digest(post: &Post) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The digest of a kept post's words: [`digest`] over the text, alt texts and quoted text
+/// lower-cased, with every run of characters that are neither letters, digits nor `?` one
+/// space. An edit that fixes spacing, case or punctuation leaves it; one that changes a word
+/// (or turns a statement into a question) does not.
+pub fn words(post: &Post) -> String {
+    let norm = |t: &str| -> String {
+        let mut out = String::with_capacity(t.len());
+        let mut gap = false;
+        for c in t.chars().flat_map(char::to_lowercase) {
+            if c.is_alphanumeric() || c == '?' {
+                if gap && !out.is_empty() {
+                    out.push(' ');
+                }
+                gap = false;
+                out.push(c);
+            } else {
+                gap = true;
+            }
+        }
+        out
+    };
+    let mut h = Sha256::new();
+    h.update(norm(&post.text).as_bytes());
+    for m in &post.media {
+        h.update([0]);
+        h.update(norm(m.alt.as_deref().unwrap_or("")).as_bytes());
+    }
+    if let Some(q) = &post.quote {
+        h.update([1]);
+        h.update(norm(&q.text).as_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Whether an answer says it could not tell (so is looked at again on a timer).
 pub fn undecided(outcome: Outcome, verdict: Option<Verdict>) -> bool {
     outcome == Outcome::Insufficient || verdict.is_none_or(|v| v == Verdict::Unverifiable)
@@ -100,6 +134,7 @@ pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>)
         parts: job.posted.clone(),
         first_url: job.first_url.clone(),
         digest: digest(target),
+        words: words(target),
         kept_at: now,
         until: now + config.keep(),
         timers: 0,
@@ -145,14 +180,15 @@ pub enum RecheckSet {
     Closed,
     /// A re-check of this answer is already waiting: one at a time.
     Waiting,
-    /// An asked or edited re-check ran less than `recheck_cooldown` ago: not before then.
+    /// A re-check its asker set ran less than `recheck_cooldown` ago: not before then.
     Cooling(DateTime<Utc>),
     /// `max_idle_rechecks` re-checks found nothing new: no more asked or edited ones.
     Spent,
 }
 
 /// Who asks for a re-check: a moderator is held only to one at a time and the thread's
-/// bounds, not to the cooldown or the idle bound (which hold only asked and edited re-checks).
+/// bounds, not to the cooldown or the idle bound (the cooldown holds asked re-checks, the idle
+/// bound asked and edited ones).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asker {
     Moderator,
@@ -160,8 +196,8 @@ pub enum Asker {
 }
 
 /// Sets a re-check of the kept answer `job_id` due now (a new review, an edit, a command),
-/// unless the thread is closed to updates, one is already waiting, an asked or edited one ran
-/// within `recheck_cooldown`, or `max_idle_rechecks` found nothing new. The timer and the
+/// unless the thread is closed to updates, one is already waiting, the asker's last one ran
+/// within `recheck_cooldown`, or (asked or edited) `max_idle_rechecks` found nothing new. The timer and the
 /// number it takes are written with the record, in one transaction. Returns what was done
 /// and the kept answer as it is now.
 pub fn recheck_now(
@@ -190,7 +226,11 @@ pub fn recheck_now(
             .unwrap_or(true);
         timer || job
     });
+    // An edit that changed the post's words is re-checked at once: the author must not
+    // outrun the check, and edits are bounded by the idle bound (re-checks that found
+    // nothing new) and `max_updates` (those that did). The cooldown paces what people ask.
     let paced = matches!(why, RecheckWhy::Asked(_) | RecheckWhy::Edited) && asker == Asker::Other;
+    let cooled = matches!(why, RecheckWhy::Asked(_)) && asker == Asker::Other;
     let changed = store.update_kept_with(job_id, |k| {
         if k.gone.is_some() || k.hidden.is_some() || k.updates.len() as u32 >= config.max_updates {
             return (RecheckSet::Closed, None);
@@ -204,7 +244,7 @@ pub fn recheck_now(
         if paced && k.idle_rechecks >= config.max_idle_rechecks {
             return (RecheckSet::Spent, None);
         }
-        if let Some(last) = k.last_asked.filter(|_| paced) {
+        if let Some(last) = k.last_asked.filter(|_| cooled) {
             if now < last + cooldown {
                 return (RecheckSet::Cooling(last + cooldown), None);
             }
@@ -221,7 +261,12 @@ pub fn recheck_now(
     let Some((kept, set)) = changed else {
         return Ok((RecheckSet::Closed, None));
     };
-    tracing::info!(job = %kept.job_id, why = why.as_str(), set = ?set, "re-check asked for");
+    // Said once: only a re-check set is news; the rest is met again at the next round.
+    if set == RecheckSet::Set {
+        tracing::info!(job = %kept.job_id, why = why.as_str(), "re-check set");
+    } else {
+        tracing::debug!(job = %kept.job_id, why = why.as_str(), set = ?set, "re-check asked for; not set");
+    }
     Ok((set, Some(kept)))
 }
 

@@ -118,6 +118,11 @@ pub struct Kept {
     pub first_url: Option<String>,
     /// SHA-256 of the post's text as read: another digest later means an edit.
     pub digest: String,
+    /// SHA-256 of the post's words as read (case, spacing and punctuation but `?` left out):
+    /// an edit that leaves them is not re-checked. Empty in an older record (every edit of
+    /// it is re-checked).
+    #[serde(default)]
+    pub words: String,
     pub kept_at: DateTime<Utc>,
     pub until: DateTime<Utc>,
     /// Re-check timers set so far (each timer's number: the re-check job's id).

@@ -340,6 +340,7 @@ pub(crate) mod tests {
             parts: vec![format!("p{id}")],
             first_url: None,
             digest: "d".into(),
+            words: String::new(),
             kept_at: Utc::now(),
             until,
             timers: 0,

@@ -117,7 +117,7 @@ async fn the_askers_rechecks_wait_one_at_a_time_cool_down_and_stop_when_they_fin
 }
 
 #[tokio::test]
-async fn an_author_editing_every_minute_gets_one_recheck_an_hour_and_memory_forgets_the_old_words() {
+async fn an_author_editing_every_minute_gets_the_idle_bounds_rechecks_and_memory_forgets_the_old_words() {
     let (b, _answer) = living_bench().await;
     let id = b.add(mention("1"));
     b.run(&id).await;
@@ -132,6 +132,12 @@ async fn an_author_editing_every_minute_gets_one_recheck_an_hour_and_memory_forg
         post.text = text.into();
         b.double.add_post(post);
     };
+    let recheck_all = || async {
+        scheduler(&b).tick(chrono::Utc::now()).unwrap();
+        for r in rechecks(&b) {
+            b.run(&r).await;
+        }
+    };
 
     edit("The Moon is made of cheese, NASA admits.");
     assert_eq!(follower(&b).round().await.unwrap().edited, 1);
@@ -144,25 +150,24 @@ async fn an_author_editing_every_minute_gets_one_recheck_an_hour_and_memory_forg
         "the edited post's old claim vector is forgotten at once"
     );
     assert_eq!(kept(&b, &id).timers, timers + 1);
-    scheduler(&b).tick(chrono::Utc::now()).unwrap();
-    for r in rechecks(&b) {
-        b.run(&r).await;
-    }
-    // Edited again and again within the hour: no more re-checks…
-    for n in 0..5 {
+    recheck_all().await;
+    // Edited again and again within the hour: each change of words is re-checked at once (the
+    // author cannot outrun the check), until `max_idle_rechecks` found nothing new…
+    let bound = b.worker.living.max_idle_rechecks;
+    let mut set = 0;
+    for n in 0..8 {
         edit(&format!("The Moon is made of cheese, NASA admits ({n})."));
-        assert_eq!(follower(&b).round().await.unwrap().edited, 0);
+        set += follower(&b).round().await.unwrap().edited;
+        recheck_all().await;
     }
-    assert_eq!(kept(&b, &id).timers, timers + 1);
-    // …and the last words are met once the cooldown is over.
-    let long_ago = chrono::Utc::now() - chrono::Duration::hours(2);
-    b.worker
-        .store
-        .update_kept(&id, |k| k.last_asked = Some(long_ago))
-        .unwrap();
-    assert_eq!(follower(&b).round().await.unwrap().edited, 1);
-    assert_eq!(kept(&b, &id).claim, "The Moon is made of cheese, NASA admits (4).");
-    assert_eq!(kept(&b, &id).timers, timers + 2);
+    let now = kept(&b, &id);
+    assert_eq!(now.idle_rechecks, bound, "{now:?}");
+    assert_eq!(now.timers, timers + 1 + set as u32);
+    assert!(set as u32 <= bound, "{set} re-checks for 8 edits");
+    // …and then no more: the flood is bounded.
+    edit("The Moon is made of cheese, NASA admits (9).");
+    assert_eq!(follower(&b).round().await.unwrap().edited, 0);
+    assert_eq!(kept(&b, &id).timers, timers + 1 + set as u32);
     let _ = RecheckWhy::Edited;
 }
 
