@@ -1,5 +1,7 @@
-//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `index refresh` and `index search`, `models install` and `models check`, `config check`. Exit codes: 0 ok, 1 runtime
-//! failure, 2 configuration error.
+//! The command line (clap): `run`, `check`, `extract`, `eval` (and `eval compare`), `index`
+//! (`refresh`, `import`, `match`, `search`), `models install` and `models check`, `labeler
+//! setup`, `config check`, `state` (`cli_state.rs`). Exit codes: 0 ok, 1 runtime failure, 2
+//! configuration error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigError};
 
-pub const DEFAULT_CONFIG: &str = "/etc/musebot/bot-config.toml";
+pub use crate::config::DEFAULT_PATH as DEFAULT_CONFIG;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -125,6 +127,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// The state store: `state backup PATH`, `state verify PATH`, `state restore PATH`.
+    State {
+        #[command(subcommand)]
+        command: crate::cli_state::StateCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -225,6 +232,7 @@ pub fn main() -> ExitCode {
             }
             Err(e) => config_failure(&e),
         },
+        Command::State { command } => crate::cli_state::main(command),
         Command::Run { config } => {
             let config = match Config::load(&config) {
                 Ok(c) => c,
@@ -233,7 +241,7 @@ pub fn main() -> ExitCode {
             crate::telemetry::init(&config.log);
             runtime(async move {
                 let shutdown = CancellationToken::new();
-                tokio::spawn(signals(shutdown.clone()));
+                tokio::spawn(crate::daemon::signals(shutdown.clone()));
                 crate::daemon::run(config, shutdown).await
             })
         }
@@ -571,28 +579,4 @@ fn runtime(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCo
             ExitCode::FAILURE
         }
     }
-}
-
-/// Cancels `token` on SIGTERM or SIGINT.
-async fn signals(token: CancellationToken) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-                    _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    token.cancel();
 }

@@ -6,6 +6,7 @@ pub mod body;
 pub mod check;
 pub mod claims;
 pub mod cli;
+pub mod cli_state;
 pub mod compose;
 pub mod config;
 pub mod credibility;

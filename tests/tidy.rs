@@ -283,3 +283,35 @@ fn markdown_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// The shipped alerting rules (`systemd/alerts.yml`, `/usr/share/musebot/alerts.yml`) name only
+/// metrics the daemon exports: each `musebot_…` name, less its `_total`/`_bucket` suffix, is
+/// registered in `src/metrics.rs`; every rule has an expression, and each label the rules
+/// match on errors (`kind`) is a kind the code counts.
+#[test]
+fn the_shipped_alerts_name_metrics_the_daemon_exports() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rules = std::fs::read_to_string(root.join("systemd/alerts.yml")).unwrap();
+    let metrics = std::fs::read_to_string(root.join("src/metrics.rs")).unwrap();
+    let mut unknown = Vec::new();
+    for (at, _) in rules.match_indices("musebot_") {
+        let name: String = rules[at..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+        let base = name
+            .trim_start_matches("musebot_")
+            .trim_end_matches("_total")
+            .trim_end_matches("_bucket");
+        if !metrics.contains(&format!("\"{base}\"")) {
+            unknown.push(name);
+        }
+    }
+    assert!(unknown.is_empty(), "alerts.yml names metrics the daemon does not export: {unknown:?}");
+    let alerts = rules.matches("- alert:").count();
+    assert!(alerts >= 8, "{alerts} rules");
+    assert_eq!(rules.matches("expr:").count(), alerts, "every rule has one expression");
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let src: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+    for kind in ["store", "llm", "outage"] {
+        assert!(src.contains(&format!("\"{kind}\"")), "errors kind {kind} is never counted");
+    }
+}

@@ -32,6 +32,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// Where the daemon and the commands read the config unless told otherwise.
+pub const DEFAULT_PATH: &str = "/etc/musebot/bot-config.toml";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {

@@ -1,10 +1,12 @@
 //! Wiring of the long-running daemon: secrets → store → metrics/HTTP → the shared evidence
 //! index and pipeline (models, fact-check corpus, claim memory) → one [`account`] runtime per
 //! account (its platforms and their sources → intake → dispatcher). [`run`] takes the config and
-//! a shutdown token (cancelled on SIGTERM/SIGINT by `main`); when the token fires, intake stops
-//! first, then in-flight jobs get the grace period.
+//! a shutdown token (cancelled on SIGTERM/SIGINT by [`signals`]); when the token fires, intake
+//! stops first, then in-flight jobs get the grace period. Beside the accounts, [`backup`]
+//! answers `musebot state backup` while the daemon holds the store.
 
 mod account;
+pub mod backup;
 
 use std::time::Duration;
 
@@ -44,6 +46,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
 
     let metrics = Metrics::new();
     let mut background = tokio::task::JoinSet::new();
+    // `musebot state backup` while the daemon holds the store.
+    background.spawn(backup::serve(store.clone(), config.daemon.state_dir.clone(), shutdown.clone()));
     if !config.http.listen.is_empty() {
         let listener = tokio::net::TcpListener::bind(&config.http.listen)
             .await
@@ -273,4 +277,28 @@ async fn supervise_refresher(
             _ = tokio::time::sleep(AGAIN) => {}
         }
     }
+}
+
+/// Cancels `token` on SIGTERM or SIGINT.
+pub async fn signals(token: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+                    _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    token.cancel();
 }

@@ -2,10 +2,12 @@
 //! [`Job`] per trigger, any schema [`decode_job`] reads), `replies` (target post → reply ids), `quota` (per-requester counters
 //! and notices), `sessions` (platform login sessions: the tokens a restart refreshes instead of
 //! logging in again), `living` (answered posts kept for re-checking, their timers: `living.rs`). Every write that must survive a crash is flushed before it is acknowledged
-//! (sled's own background flush runs only every 500 ms).
+//! (sled's own background flush runs only every 500 ms). The store's schema is read before
+//! any write and a newer one refused; backups and restores are `backup.rs`.
 
 use std::path::Path;
 
+pub mod backup;
 mod kept;
 mod living;
 mod moderation;
@@ -32,6 +34,15 @@ pub enum StoreError {
     Corrupt { key: String, reason: String },
     #[error("state store: record `{key}` {reason}")]
     Unreadable { key: String, reason: String },
+    #[error("state store: written by a newer musebot (store schema {found}; this build reads {} at most) — run the newer build, or restore the backup taken before the upgrade (`musebot state restore`)", backup::SCHEMA)]
+    Newer { found: u32 },
+}
+
+impl StoreError {
+    /// Whether another process holds the store (a running daemon: sled's file lock).
+    pub fn is_locked(&self) -> bool {
+        matches!(self, StoreError::Sled(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock"))
+    }
 }
 
 #[derive(Clone)]
@@ -66,6 +77,7 @@ impl Store {
     }
 
     fn from_db(db: sled::Db) -> Result<Store, StoreError> {
+        backup::check_schema(&db)?;
         Ok(Store {
             optouts_bluesky: db.open_tree("moderation")?,
             optouts_mastodon: db.open_tree("moderation")?,

@@ -247,7 +247,7 @@ async fn verify_credentials(client: &MastodonClient) -> Result<Me, PlatformError
             bot: a.bot,
         }),
         Err(e) if matches!(e.status(), Some(401) | Some(403)) => Err(PlatformError::Fatal(format!(
-            "the server refused the access token (HTTP {}) — check mastodon.access_token_env / _file and the token's scopes (read write:statuses write:accounts)",
+            "the server refused the access token (HTTP {}) — check mastodon.access_token_env / _file and the token's scopes (read write:statuses; write:accounts to set the bot flag; admin:read:reports for [moderation.reports])",
             e.status().unwrap_or_default()
         ))),
         Err(e @ MastodonError::Decode { .. }) => Err(PlatformError::Fatal(format!(

@@ -86,7 +86,7 @@ impl ReportWatch {
                     let forbidden = matches!(status, Some(401 | 403));
                     let (state, reason) = match status {
                         Some(403) => ("forbidden", format!("{e}: give the bot's account a role with the Manage Reports permission and its token the admin:read:reports scope, or set moderation.reports.enabled = false")),
-                        Some(401) => ("forbidden", format!("{e}: the server refuses the bot's token; make a new one (with admin:read:reports) and put it where mastodon.access_token_env or _file points")),
+                        Some(401) => ("forbidden", format!("{e}: the server refuses the bot's token; make a new one (read write:statuses admin:read:reports) and put it where mastodon.access_token_env or _file points")),
                         // A passing failure keeps the reader `following` until it repeats.
                         _ if failures < crate::metrics::FAILING_AFTER => ("following", e.to_string()),
                         _ => ("failing", e.to_string()),

@@ -1,0 +1,95 @@
+//! `musebot state`: the store's backup, its check and its restore, for moving a bot to a new
+//! host, upgrading with a way back, and recovering a lost disk. `backup` reads the store
+//! itself when no daemon holds it, else asks the running daemon for one
+//! ([`crate::daemon::backup`]); `restore` writes a new store only into a state folder that
+//! holds none. Run as the service's user, so every file stays the service's. Exit codes: 0
+//! done, 1 refused or failed (the message says why and what to do), 2 configuration error.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Subcommand;
+
+use crate::config::Config;
+use crate::store::backup::Summary;
+use crate::store::Store;
+
+/// How long `backup` waits for a running daemon's backup.
+const WAIT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// Write a checked backup of the state store (opt-outs, jobs, kept answers and their
+    /// timers, moderators' queues, cursors, labels) to PATH, while the daemon runs or not.
+    Backup {
+        path: PathBuf,
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = crate::config::DEFAULT_PATH)]
+        config: PathBuf,
+    },
+    /// Read a backup through and say what it holds; exit 1 when it is damaged or of a newer
+    /// store schema than this build reads.
+    Verify { path: PathBuf },
+    /// Restore a backup into `daemon.state_dir`, which must hold no store (stop the daemon
+    /// and move the old one aside first); nothing is written unless the whole file checks.
+    Restore {
+        path: PathBuf,
+        #[arg(long, env = "MUSEBOT_CONFIG", default_value = crate::config::DEFAULT_PATH)]
+        config: PathBuf,
+    },
+}
+
+pub fn main(command: StateCommand) -> ExitCode {
+    let state_dir = |config: &Path| Config::load(config).map(|c| c.daemon.state_dir);
+    let result = match command {
+        StateCommand::Verify { path } => crate::store::backup::verify(&path).map_err(|e| e.to_string()),
+        StateCommand::Backup { path, config } => match state_dir(&config) {
+            Ok(dir) => backup(&dir, &path),
+            Err(e) => return config_failure(&e),
+        },
+        StateCommand::Restore { path, config } => match state_dir(&config) {
+            Ok(dir) => crate::store::backup::restore(&path, &dir).map_err(|e| e.to_string()),
+            Err(e) => return config_failure(&e),
+        },
+    };
+    match result {
+        Ok(s) => {
+            println!(
+                "ok: store schema {}, written {} by musebot {}; {} trees, {} records",
+                s.schema,
+                s.created.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                s.version,
+                s.trees,
+                s.records
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The store read directly when no daemon holds it, else the daemon asked.
+fn backup(state_dir: &Path, out: &Path) -> Result<Summary, String> {
+    if !state_dir.join("db").exists() {
+        return Err(format!(
+            "{}: no store here — is daemon.state_dir right?",
+            state_dir.display()
+        ));
+    }
+    match Store::open(state_dir) {
+        Ok(store) => store.backup(out).map_err(|e| e.to_string()),
+        Err(e) if e.is_locked() => {
+            eprintln!("the daemon holds the store; asking it for a backup…");
+            crate::daemon::backup::request(state_dir, out, WAIT).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn config_failure(e: &crate::config::ConfigError) -> ExitCode {
+    eprintln!("{e}");
+    ExitCode::from(2)
+}

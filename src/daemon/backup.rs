@@ -1,0 +1,107 @@
+//! Backups of a running daemon's store, asked for from the command line. sled lets one
+//! process hold a store, so `musebot state backup` cannot read it while the daemon runs: it
+//! writes a request (`backups/.request` in `daemon.state_dir`, a nonce of its own) and the
+//! daemon, which looks for one every [`LOOK_EVERY`], writes the backup as
+//! `backups/<nonce>.musebot-backup` (or `<nonce>.error` with why) — inside the state folder,
+//! the one place the service may write. The command then checks the file whole and moves it
+//! where it was asked to. A file, not a signal: it works whatever user namespace systemd gives
+//! the service, and whoever may write the state folder may read the store anyway.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::store::backup::{BackupError, Summary};
+use crate::store::Store;
+
+/// How often the daemon looks for a request.
+pub const LOOK_EVERY: Duration = Duration::from_secs(2);
+const REQUEST: &str = ".request";
+
+/// The folder requests and the daemon's backups live in.
+pub fn folder(state_dir: &Path) -> PathBuf {
+    state_dir.join("backups")
+}
+
+/// The daemon's side: answers each request until `stop`.
+pub async fn serve(store: Store, state_dir: PathBuf, stop: CancellationToken) {
+    let dir = folder(&state_dir);
+    let mut tick = tokio::time::interval(LOOK_EVERY);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let request = dir.join(REQUEST);
+        let Ok(nonce) = std::fs::read_to_string(&request) else { continue };
+        let _ = std::fs::remove_file(&request);
+        let nonce = nonce.trim().to_string();
+        if nonce.is_empty() || nonce.len() > 64 || !nonce.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            tracing::warn!("a backup request that is not a nonce; ignored");
+            continue;
+        }
+        let (store, out) = (store.clone(), dir.join(format!("{nonce}.musebot-backup")));
+        let done = tokio::task::spawn_blocking(move || store.backup(&out)).await;
+        match done {
+            Ok(Ok(s)) => tracing::info!(trees = s.trees, records = s.records, "state backup written for `musebot state backup`"),
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "the state backup failed");
+                let _ = std::fs::write(dir.join(format!("{nonce}.error")), e.to_string());
+            }
+            Err(e) => tracing::error!(error = %e, "the state backup's task ended"),
+        }
+    }
+}
+
+/// Why `musebot state backup` could not get a backup from the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("{0}")]
+    Backup(#[from] BackupError),
+    #[error("{path}: {source} — run the command as the service's user (`sudo -u musebot musebot state backup …`)")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("the daemon did not answer within {0:?} — is it running this build (`systemctl status musebot`)? Stop it and run the command again to back up the store directly")]
+    NoAnswer(Duration),
+    #[error("the daemon could not write the backup: {0}")]
+    Failed(String),
+}
+
+/// The command's side: asks the running daemon for a backup, waits up to `wait`, checks the
+/// file whole and moves it to `out`.
+pub fn request(state_dir: &Path, out: &Path, wait: Duration) -> Result<Summary, RequestError> {
+    let dir = folder(state_dir);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| RequestError::Io { path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let nonce = format!("{}-{}", std::process::id(), chrono::Utc::now().timestamp_micros());
+    let request = dir.join(REQUEST);
+    std::fs::write(&request, &nonce).map_err(io(&request))?;
+    let (file, error) = (
+        dir.join(format!("{nonce}.musebot-backup")),
+        dir.join(format!("{nonce}.error")),
+    );
+    let deadline = std::time::Instant::now() + wait;
+    while !file.exists() {
+        if let Ok(why) = std::fs::read_to_string(&error) {
+            let _ = std::fs::remove_file(&error);
+            return Err(RequestError::Failed(why));
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = std::fs::remove_file(&request);
+            return Err(RequestError::NoAnswer(wait));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let summary = crate::store::backup::verify(&file)?;
+    if std::fs::rename(&file, out).is_err() {
+        // Another file system: copied beside `out`, renamed into place, the daemon's removed.
+        let partial = out.with_extension("partial");
+        std::fs::copy(&file, &partial).map_err(io(&partial))?;
+        std::fs::rename(&partial, out).map_err(io(out))?;
+        let _ = std::fs::remove_file(&file);
+    }
+    Ok(summary)
+}

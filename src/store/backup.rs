@@ -1,0 +1,366 @@
+//! The store's schema version and its backups. A store records the schema it was written
+//! by ([`SCHEMA`], key `musebot:store-schema` in sled's default tree); [`check_schema`] reads
+//! it before anything is written, so a store of a newer build is refused, never half-read
+//! and rewritten. A backup is one file: a magic line, a JSON header (format, schema, when,
+//! the build), then every record of every tree but the search cache (which refills itself)
+//! as length-prefixed frames, an end frame and a JSON trailer with the counts and the
+//! SHA-256 of everything before it. [`restore`] reads it into a new sled folder beside the
+//! target and renames it into place only when the trailer checks: a truncated, altered or
+//! newer-schema file is refused and leaves nothing behind.
+
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{Store, StoreError};
+
+/// The store's schema: what this build writes and the newest it reads.
+pub const SCHEMA: u32 = 1;
+/// Where the schema is recorded (sled's default tree).
+const SCHEMA_KEY: &[u8] = b"musebot:store-schema";
+const MAGIC: &[u8] = b"MUSEBOT-STATE-BACKUP\n";
+const FORMAT: u32 = 1;
+/// Trees a backup leaves out: caches that refill themselves.
+const LEFT_OUT: &[&[u8]] = &[b"cache"];
+
+/// What a backup holds, as its header and trailer say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema: u32,
+    pub created: chrono::DateTime<chrono::Utc>,
+    /// The musebot version that wrote it.
+    pub version: String,
+    pub trees: u64,
+    pub records: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    format: u32,
+    schema: u32,
+    created: chrono::DateTime<chrono::Utc>,
+    version: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Trailer {
+    trees: u64,
+    records: u64,
+    sha256: String,
+}
+
+/// Why a backup could not be taken, read or restored. Each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}: not a musebot state backup (no header) — give the file `musebot state backup` wrote")]
+    NotABackup(PathBuf),
+    #[error("{path}: the backup is damaged ({why}) — nothing was restored; use another backup")]
+    Damaged { path: PathBuf, why: String },
+    #[error("{path}: the backup is of store schema {found}; this build reads schema {SCHEMA} at most — restore it with the musebot that wrote it ({version}) or a newer one")]
+    Newer { path: PathBuf, found: u32, version: String },
+    #[error("{0}: a store is already there — restore into an empty or new folder (move this one aside first)")]
+    Occupied(PathBuf),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BackupError + '_ {
+    move |source| BackupError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads the store's schema before any write: a store of a newer build is refused (its
+/// records may not read here, and writing would damage them); a store without one (a
+/// fresh one, or one before schemas were recorded) is marked with [`SCHEMA`].
+pub(super) fn check_schema(db: &sled::Db) -> Result<(), StoreError> {
+    match db.get(SCHEMA_KEY)? {
+        Some(v) => {
+            let found = <[u8; 4]>::try_from(v.as_ref()).map(u32::from_be_bytes).unwrap_or(u32::MAX);
+            if found > SCHEMA {
+                return Err(StoreError::Newer { found });
+            }
+            Ok(())
+        }
+        None => {
+            db.insert(SCHEMA_KEY, &SCHEMA.to_be_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+impl Store {
+    /// Writes a backup of the whole store (but the search cache) to `out`, through a
+    /// temporary file beside it renamed into place, so `out` is either whole or absent.
+    /// Safe while the daemon runs: each tree is read as it stands when it is reached (see
+    /// the book's Backup page for what that means for jobs in flight).
+    pub fn backup(&self, out: &Path) -> Result<Summary, BackupError> {
+        let tmp = out.with_extension("partial");
+        let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+        let mut w = Hashing::new(BufWriter::new(file));
+        let created = chrono::Utc::now();
+        let header = Header {
+            format: FORMAT,
+            schema: SCHEMA,
+            created,
+            version: env!("CARGO_PKG_VERSION").into(),
+        };
+        let mut names = self.db.tree_names();
+        names.sort();
+        let (mut trees, mut records) = (0u64, 0u64);
+        let result = (|| -> std::io::Result<String> {
+            w.write_all(MAGIC)?;
+            serde_json::to_writer(&mut w, &header)?;
+            w.write_all(b"\n")?;
+            for name in names.iter().filter(|n| !LEFT_OUT.contains(&n.as_ref())) {
+                let tree = self.db.open_tree(name).map_err(std::io::Error::other)?;
+                frame(&mut w, b'T', &[name.as_ref()])?;
+                trees += 1;
+                for item in tree.iter() {
+                    let (k, v) = item.map_err(std::io::Error::other)?;
+                    frame(&mut w, b'R', &[k.as_ref(), v.as_ref()])?;
+                    records += 1;
+                }
+            }
+            w.write_all(b"E")?;
+            Ok(w.hex())
+        })();
+        let sha256 = result.map_err(io(&tmp))?;
+        let trailer = Trailer { trees, records, sha256 };
+        let mut inner = w.into_inner();
+        serde_json::to_writer(&mut inner, &trailer).map_err(|e| io(&tmp)(e.into()))?;
+        inner.write_all(b"\n").map_err(io(&tmp))?;
+        let file = inner.into_inner().map_err(|e| io(&tmp)(e.into_error()))?;
+        file.sync_all().map_err(io(&tmp))?;
+        std::fs::rename(&tmp, out).map_err(io(out))?;
+        Ok(Summary {
+            schema: SCHEMA,
+            created,
+            version: header.version,
+            trees,
+            records,
+        })
+    }
+}
+
+/// Reads a backup through and checks it whole (header, every frame, the trailer's counts
+/// and checksum), writing nothing.
+pub fn verify(path: &Path) -> Result<Summary, BackupError> {
+    read(path, &mut |_, _, _| Ok(()))
+}
+
+/// Restores the backup at `path` into the folder `dir` (`daemon.state_dir`), which must not
+/// hold a store (other folders there, the fact-check corpus and the evidence index, stay):
+/// the records go into a new store beside it (`<dir>.restoring`), whose files move into
+/// `dir` only when the whole file has checked — sled's `db` last, so a restore cut short
+/// leaves no store that opens. On any error nothing is left behind.
+pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
+    if dir.join("db").exists() {
+        return Err(BackupError::Occupied(dir.to_path_buf()));
+    }
+    let mut staging = dir.as_os_str().to_owned();
+    staging.push(".restoring");
+    let staging = PathBuf::from(staging);
+    let _ = std::fs::remove_dir_all(&staging);
+    let result = (|| {
+        let db = sled::Config::new().path(&staging).flush_every_ms(None).open().map_err(StoreError::from)?;
+        let mut tree: Option<sled::Tree> = None;
+        let summary = read(path, &mut |kind, a, b| {
+            match kind {
+                b'T' => tree = Some(db.open_tree(a).map_err(StoreError::from)?),
+                _ => {
+                    let t = tree.as_ref().ok_or_else(|| BackupError::Damaged {
+                        path: path.to_path_buf(),
+                        why: "a record before its tree".into(),
+                    })?;
+                    t.insert(a, b).map_err(StoreError::from)?;
+                }
+            }
+            Ok(())
+        })?;
+        db.flush().map_err(StoreError::from)?;
+        drop(tree);
+        drop(db);
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let entries = std::fs::read_dir(&staging).map_err(io(&staging))?;
+        for entry in entries {
+            let name = entry.map_err(io(&staging))?.file_name();
+            if name == "db" {
+                continue;
+            }
+            // What an earlier restore cut short left (never `db`: checked above).
+            let to = dir.join(&name);
+            if to.is_dir() {
+                std::fs::remove_dir_all(&to).map_err(io(&to))?;
+            } else if to.exists() {
+                std::fs::remove_file(&to).map_err(io(&to))?;
+            }
+            std::fs::rename(staging.join(&name), &to).map_err(io(&to))?;
+        }
+        std::fs::rename(staging.join("db"), dir.join("db")).map_err(io(dir))?;
+        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+        Ok(summary)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    result
+}
+
+/// What [`read`] hands each frame to.
+type EachFrame<'a> = dyn FnMut(u8, &[u8], &[u8]) -> Result<(), BackupError> + 'a;
+
+/// Reads the backup at `path`, handing each frame to `each` (`b'T'` with a tree's name, `b'R'`
+/// with a key and value), then checks the trailer.
+fn read(path: &Path, each: &mut EachFrame) -> Result<Summary, BackupError> {
+    let damaged = |why: &str| BackupError::Damaged {
+        path: path.to_path_buf(),
+        why: why.to_string(),
+    };
+    let file = std::fs::File::open(path).map_err(io(path))?;
+    let mut r = Hashing::new(BufReader::new(file));
+    let mut magic = vec![0u8; MAGIC.len()];
+    if r.read_exact(&mut magic).is_err() || magic != MAGIC {
+        return Err(BackupError::NotABackup(path.to_path_buf()));
+    }
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line).map_err(io(path))?;
+    let header: Header = serde_json::from_slice(&line).map_err(|_| damaged("unreadable header"))?;
+    if header.format != FORMAT {
+        return Err(damaged(&format!("format {} unknown to this build", header.format)));
+    }
+    if header.schema > SCHEMA {
+        return Err(BackupError::Newer {
+            path: path.to_path_buf(),
+            found: header.schema,
+            version: header.version,
+        });
+    }
+    let (mut trees, mut records) = (0u64, 0u64);
+    let truncated = |_| damaged("it ends before its last record (truncated)");
+    loop {
+        let mut kind = [0u8; 1];
+        r.read_exact(&mut kind).map_err(truncated)?;
+        match kind[0] {
+            b'E' => break,
+            b'T' => {
+                let name = chunk(&mut r).map_err(truncated)?;
+                each(b'T', &name, &[])?;
+                trees += 1;
+            }
+            b'R' => {
+                let key = chunk(&mut r).map_err(truncated)?;
+                let value = chunk(&mut r).map_err(truncated)?;
+                each(b'R', &key, &value)?;
+                records += 1;
+            }
+            _ => return Err(damaged("an unknown frame")),
+        }
+    }
+    let sha256 = r.hex();
+    let mut rest = Vec::new();
+    r.into_inner().read_to_end(&mut rest).map_err(io(path))?;
+    let trailer: Trailer = rest
+        .strip_suffix(b"\n")
+        .and_then(|t| serde_json::from_slice(t).ok())
+        .ok_or_else(|| damaged("no whole trailer (truncated)"))?;
+    if trailer.sha256 != sha256 {
+        return Err(damaged("its checksum does not match (altered)"));
+    }
+    if (trailer.trees, trailer.records) != (trees, records) {
+        return Err(damaged("its counts do not match"));
+    }
+    Ok(Summary {
+        schema: header.schema,
+        created: header.created,
+        version: header.version,
+        trees,
+        records,
+    })
+}
+
+/// One frame: its kind and each part with its length (u32, big-endian) first.
+fn frame(w: &mut impl Write, kind: u8, parts: &[&[u8]]) -> std::io::Result<()> {
+    w.write_all(&[kind])?;
+    for p in parts {
+        let len = u32::try_from(p.len()).map_err(std::io::Error::other)?;
+        w.write_all(&len.to_be_bytes())?;
+        w.write_all(p)?;
+    }
+    Ok(())
+}
+
+/// A part of a frame; longer than the largest record sled keeps is damage, not an allocation.
+fn chunk(r: &mut impl Read) -> std::io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > 1 << 30 {
+        return Err(std::io::Error::other("a record longer than 1 GiB"));
+    }
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+/// A reader or writer that hashes every byte through it.
+struct Hashing<T> {
+    inner: T,
+    hash: Sha256,
+}
+
+impl<T> Hashing<T> {
+    fn new(inner: T) -> Self {
+        Hashing {
+            inner,
+            hash: Sha256::new(),
+        }
+    }
+    fn hex(&self) -> String {
+        self.hash.clone().finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+    fn into_inner(self) -> T {
+        self.inner
+    }
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Hashing<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        if let Ok(buf) = self.inner.fill_buf() {
+            let n = amt.min(buf.len());
+            self.hash.update(&buf[..n]);
+        }
+        self.inner.consume(amt);
+    }
+}
+
+#[cfg(test)]
+#[path = "backup_tests.rs"]
+mod tests;

@@ -1,0 +1,130 @@
+//! Backups of a busy store: every tree but the cache comes back as it was (opt-outs, jobs,
+//! kept answers and their timers, cursors, named accounts' trees); a truncated, altered,
+//! foreign or newer-schema file is refused and leaves nothing behind; a store of a newer
+//! schema is refused at open.
+
+use super::*;
+use crate::model::{Job, OptOut, PlatformKind, RecheckWhy, Trigger};
+
+/// A store with something in every tree a restore must bring back.
+fn busy(dir: &Path) -> Store {
+    let store = Store::open(dir).unwrap();
+    store.advance_cursor("mastodon:notifications", "1234").unwrap();
+    let job = Job::new(Trigger::test_mention("7"));
+    store.enqueue(&job, None).unwrap();
+    let out = OptOut {
+        platform: PlatformKind::Mastodon,
+        handle: "109".into(),
+        since: chrono::Utc::now(),
+    };
+    store.set_opt_out(PlatformKind::Mastodon, "109", Some(&out)).unwrap();
+    let kept = crate::store::test_kept("mastodon:7", chrono::Utc::now() + chrono::Duration::days(7));
+    store.create_kept(&kept).unwrap();
+    let at = chrono::Utc::now() + chrono::Duration::hours(6);
+    store.add_timer(at, "mastodon:7", 0, &RecheckWhy::Scheduled).unwrap();
+    let other = store.account("labels", "", "").unwrap();
+    other.advance_cursor("bluesky:notifications", "abc").unwrap();
+    store.cache.insert("search:q", b"cached".to_vec()).unwrap();
+    store.flush().unwrap();
+    store
+}
+
+/// A tree's name and its records.
+type Tree = (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>);
+
+/// Every record of every tree, by tree name.
+fn contents(store: &Store) -> Vec<Tree> {
+    let mut names = store.db.tree_names();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let tree = store.db.open_tree(&n).unwrap();
+            let items = tree.iter().map(|i| i.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            (n.to_vec(), items)
+        })
+        .filter(|(n, items): &Tree| n.as_slice() != b"cache" && !items.is_empty())
+        .collect()
+}
+
+#[test]
+fn a_busy_store_comes_back_whole_on_a_new_folder() {
+    let here = tempfile::tempdir().unwrap();
+    let store = busy(&here.path().join("state"));
+    let file = here.path().join("state.musebot-backup");
+    let summary = store.backup(&file).unwrap();
+    assert!(summary.records >= 6, "{summary:?}");
+    assert_eq!(verify(&file).unwrap(), summary);
+
+    let new_host = tempfile::tempdir().unwrap();
+    let target = new_host.path().join("state");
+    // The corpus copied over first stays where it is.
+    std::fs::create_dir_all(target.join("claims")).unwrap();
+    std::fs::write(target.join("claims/meta.json"), "{}").unwrap();
+    assert_eq!(restore(&file, &target).unwrap(), summary);
+    assert!(target.join("claims/meta.json").exists());
+    let restored = Store::open(&target).unwrap();
+    assert_eq!(contents(&restored), contents(&store));
+    assert!(restored.opted_out(PlatformKind::Mastodon, "109"), "opt-outs come back");
+    assert_eq!(restored.cursor("mastodon:notifications").unwrap().as_deref(), Some("1234"));
+    assert_eq!(restored.pending_jobs().unwrap().len(), 1);
+    assert!(restored.kept("mastodon:7").unwrap().is_some());
+    assert_eq!(restored.timers_of("mastodon:7").unwrap().len(), 1, "timers come back");
+    let labels = restored.account("labels", "", "").unwrap();
+    assert_eq!(labels.cursor("bluesky:notifications").unwrap().as_deref(), Some("abc"));
+    assert!(restored.cache.is_empty(), "the cache refills itself");
+    assert!(!new_host.path().join("state.restoring").exists());
+
+    // Never over a store: the restore is refused and the store untouched.
+    drop((restored, labels));
+    assert!(matches!(restore(&file, &target), Err(BackupError::Occupied(_))));
+    assert_eq!(contents(&Store::open(&target).unwrap()), contents(&store));
+}
+
+#[test]
+fn a_truncated_altered_foreign_or_newer_backup_is_refused_and_leaves_nothing() {
+    let here = tempfile::tempdir().unwrap();
+    let store = busy(&here.path().join("state"));
+    let file = here.path().join("b");
+    store.backup(&file).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let try_restore = |bytes: &[u8]| {
+        let f = here.path().join("bad");
+        std::fs::write(&f, bytes).unwrap();
+        let target = here.path().join("target");
+        let result = restore(&f, &target);
+        assert!(!target.join("db").exists(), "nothing restored");
+        assert!(!here.path().join("target.restoring").exists(), "nothing left behind");
+        result.unwrap_err()
+    };
+    for cut in [bytes.len() - 1, bytes.len() - 80, bytes.len() / 2, MAGIC.len() + 10] {
+        let e = try_restore(&bytes[..cut]);
+        assert!(matches!(e, BackupError::Damaged { .. }), "cut at {cut}: {e}");
+    }
+    // One byte of a record changed.
+    let mut altered = bytes.clone();
+    let at = bytes.windows(4).position(|w| w == b"1234").unwrap();
+    altered[at] = b'9';
+    let e = try_restore(&altered);
+    assert!(e.to_string().contains("altered"), "{e}");
+    assert!(matches!(try_restore(b"hello"), BackupError::NotABackup(_)));
+    // A backup of a newer schema (the header says so).
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let newer = text.replacen(&format!("\"schema\":{SCHEMA}"), &format!("\"schema\":{}", SCHEMA + 1), 1);
+    let e = try_restore(newer.as_bytes());
+    assert!(matches!(e, BackupError::Newer { .. }), "{e}");
+    assert!(e.to_string().contains("newer"), "{e}");
+}
+
+#[test]
+fn a_store_of_a_newer_schema_is_refused_before_any_write() {
+    let here = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(here.path()).unwrap();
+        store.db.insert(SCHEMA_KEY, &(SCHEMA + 1).to_be_bytes()).unwrap();
+        store.flush().unwrap();
+    }
+    let e = Store::open(here.path()).err().expect("refused");
+    assert!(matches!(e, StoreError::Newer { .. }), "{e}");
+    assert!(e.to_string().contains("musebot state restore"), "{e}");
+}
