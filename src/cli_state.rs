@@ -2,21 +2,18 @@
 //! host, upgrading with a way back, and recovering a lost disk. `backup` reads the store
 //! itself when no daemon holds it, else asks the running daemon for one
 //! ([`crate::daemon::backup`]); `restore` writes a new store only into a state folder that
-//! holds none. Run as the service's user, so every file stays the service's. Exit codes: 0
+//! holds none. Both refuse to run as anyone but the state folder's owner (the service's
+//! user), so every file stays the service's. Exit codes: 0
 //! done, 1 refused or failed (the message says why and what to do), 2 configuration error.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Subcommand;
 
 use crate::config::Config;
 use crate::store::backup::Summary;
 use crate::store::Store;
-
-/// How long `backup` waits for a running daemon's backup.
-const WAIT: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Subcommand)]
 pub enum StateCommand {
@@ -44,11 +41,14 @@ pub fn main(command: StateCommand) -> ExitCode {
     let result = match command {
         StateCommand::Verify { path } => crate::store::backup::verify(&path).map_err(|e| e.to_string()),
         StateCommand::Backup { path, config } => match state_dir(&config) {
-            Ok(dir) => backup(&dir, &path),
+            Ok(dir) => not_the_owner(&dir, "backup").map_or_else(|| backup(&dir, &path), Err),
             Err(e) => return config_failure(&e),
         },
         StateCommand::Restore { path, config } => match state_dir(&config) {
-            Ok(dir) => crate::store::backup::restore(&path, &dir).map_err(|e| e.to_string()),
+            Ok(dir) => not_the_owner(&dir, "restore").map_or_else(
+                || crate::store::backup::restore(&path, &dir).map_err(|e| e.to_string()),
+                Err,
+            ),
             Err(e) => return config_failure(&e),
         },
     };
@@ -71,6 +71,29 @@ pub fn main(command: StateCommand) -> ExitCode {
     }
 }
 
+/// Why the command must not run as this user: the state folder is another user's (the
+/// service's), and what root writes there — the store's files, a request the daemon cannot
+/// remove — the daemon could not use. `None` where the folder is absent or this user's.
+fn not_the_owner(dir: &Path, verb: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(dir).ok()?.uid();
+    // The effective uid, as Linux shows it (`Uid: real effective saved fs`).
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let me: u32 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    (me != owner).then(|| {
+        format!(
+            "{} belongs to uid {owner}, and this command runs as uid {me}: run it as the folder's owner, e.g. `sudo -u musebot musebot state {verb} …`, so every file it writes stays the service's",
+            dir.display()
+        )
+    })
+}
+
 /// The store read directly when no daemon holds it, else the daemon asked.
 fn backup(state_dir: &Path, out: &Path) -> Result<Summary, String> {
     if !state_dir.join("db").exists() {
@@ -83,7 +106,7 @@ fn backup(state_dir: &Path, out: &Path) -> Result<Summary, String> {
         Ok(store) => store.backup(out).map_err(|e| e.to_string()),
         Err(e) if e.is_locked() => {
             eprintln!("the daemon holds the store; asking it for a backup…");
-            crate::daemon::backup::request(state_dir, out, WAIT).map_err(|e| e.to_string())
+            crate::daemon::backup::request(state_dir, out, crate::daemon::backup::WAIT).map_err(|e| e.to_string())
         }
         Err(e) => Err(e.to_string()),
     }

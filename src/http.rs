@@ -46,6 +46,7 @@ async fn healthz(State(m): State<SharedMetrics>) -> impl IntoResponse {
         "budget": m.budget_state(),
         "index_refresher": m.index_refresher_state(),
         "reports": reports,
+        "last_event": m.last_events(),
         "accounts": m
             .named_accounts()
             .into_iter()

@@ -216,7 +216,9 @@ impl Intake {
         let mut job = Job::new(trigger);
         self.triage(&mut job);
         let stored = if reopen {
-            let taken = inner.store.reopen(&job, cursor, |held| held.reopened_by(&job.trigger))?;
+            let taken = inner
+                .store
+                .reopen(&job, cursor, |held| held.reopened_by(&job.trigger))?;
             if taken {
                 tracing::info!(job = %job.id, "a reported post skipped for its first reporter is reported again; checked for this one");
             }

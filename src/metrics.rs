@@ -120,6 +120,16 @@ pub struct Metrics {
     pub watch_posts: Family<ReportLabel, Counter>,
     /// Each platform's report reader as `/healthz` shows it: `{state: following|forbidden|failing, reason}`.
     pub report_readers: Mutex<BTreeMap<String, serde_json::Value>>,
+    /// When each long-lived connection last delivered something (a frame of the mention
+    /// stream, a notifications or reports poll that answered, an event of the watch's stream):
+    /// `/healthz`'s `last_event` and the gauge `musebot_stream_last_event_timestamp_seconds`.
+    pub last_events: Mutex<BTreeMap<String, chrono::DateTime<chrono::Utc>>>,
+    pub stream_last_event: Family<StreamLabel, Gauge>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StreamLabel {
+    pub stream: String,
 }
 
 pub type SharedMetrics = Arc<Metrics>;
@@ -246,8 +256,16 @@ impl Metrics {
             "Posts the network watch saw, by platform and fate (language|length|words|no_match|not_asserted|exempt|seen_before|capped|taken|failed)",
             watch_posts.clone(),
         );
+        let stream_last_event = Family::<StreamLabel, Gauge>::default();
+        registry.register(
+            "stream_last_event_timestamp_seconds",
+            "Unix time of the last event each long-lived connection delivered (mastodon, bluesky: mentions; reports:<platform>; watch:<stream>)",
+            stream_last_event.clone(),
+        );
         Metrics {
             registry: Mutex::new(Registry::default()),
+            last_events: Mutex::new(BTreeMap::new()),
+            stream_last_event,
             accounts: Mutex::new(Vec::new()),
             watch_posts,
             mentions_received,
@@ -450,6 +468,27 @@ impl Metrics {
             .lock()
             .expect("metrics lock")
             .insert(platform.into(), state);
+    }
+
+    /// The connection `stream` delivered something now.
+    pub fn heard(&self, stream: &str) {
+        let now = chrono::Utc::now();
+        self.last_events
+            .lock()
+            .expect("metrics lock")
+            .insert(stream.into(), now);
+        self.stream_last_event
+            .get_or_create(&StreamLabel { stream: stream.into() })
+            .set(now.timestamp());
+    }
+
+    /// When each connection last delivered something, the named accounts' as `<stream>@<account>`.
+    pub fn last_events(&self) -> BTreeMap<String, chrono::DateTime<chrono::Utc>> {
+        let mut out = self.last_events.lock().expect("metrics lock").clone();
+        for (name, m) in self.named_accounts() {
+            out.extend(m.last_events().into_iter().map(|(k, v)| (format!("{k}@{name}"), v)));
+        }
+        out
     }
 
     /// Each connection, the named accounts' as `<platform>@<account>`.

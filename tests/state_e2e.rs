@@ -53,8 +53,15 @@ async fn a_backup_taken_while_the_bot_runs_restores_on_a_new_folder_with_nothing
 
     // Backed up while the daemon runs: it writes the file for the command.
     let backup = dir.path().join("musebot.backup");
-    let out = musebot(&["state", "backup", backup.to_str().unwrap()], &old_host.join("bot-config.toml"));
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = musebot(
+        &["state", "backup", backup.to_str().unwrap()],
+        &old_host.join("bot-config.toml"),
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "{said}\n{}", daemon.log_text());
     assert!(said.contains("asking it for a backup"), "{said}");
     let verify = Command::new(env!("CARGO_BIN_EXE_musebot"))
@@ -63,13 +70,22 @@ async fn a_backup_taken_while_the_bot_runs_restores_on_a_new_folder_with_nothing
         .output()
         .unwrap();
     assert!(verify.status.success(), "{verify:?}");
-    assert!(String::from_utf8_lossy(&verify.stdout).starts_with("ok: store schema 1"), "{verify:?}");
+    assert!(
+        String::from_utf8_lossy(&verify.stdout).starts_with("ok: store schema 1"),
+        "{verify:?}"
+    );
     daemon.terminate(Duration::from_secs(20));
 
     // Never over a store.
-    let out = musebot(&["state", "restore", backup.to_str().unwrap()], &old_host.join("bot-config.toml"));
+    let out = musebot(
+        &["state", "restore", backup.to_str().unwrap()],
+        &old_host.join("bot-config.toml"),
+    );
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("a store is already there"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("a store is already there"),
+        "{out:?}"
+    );
 
     // While the bot moves, bob asks again: the restored cursor finds it (a fresh store would
     // pass over everything from before its first start).
@@ -91,15 +107,29 @@ async fn a_backup_taken_while_the_bot_runs_restores_on_a_new_folder_with_nothing
     // alice said stop on the old host: bob's ask about her post is not answered; bob's first
     // question is not answered again.
     let claim3 = mock.post(ALICE_TOKEN, "Garlic cures the flu.", None).await;
-    mock.post(BOB_TOKEN, "@musebot is this true?", Some(claim3["id"].as_str().unwrap()))
-        .await;
+    mock.post(
+        BOB_TOKEN,
+        "@musebot is this true?",
+        Some(claim3["id"].as_str().unwrap()),
+    )
+    .await;
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !daemon.log_text().contains("reason=\"opted_out\"") {
-        assert!(std::time::Instant::now() < deadline, "alice's ask not skipped:\n{}", daemon.log_text());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alice's ask not skipped:\n{}",
+            daemon.log_text()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let all = mock.bot_statuses_all().await;
-    assert!(replies_to(&all, &claim3).is_empty(), "an opted-out account re-engaged: {all:#?}");
-    let first: Vec<_> = replies_to(&all, &claim).into_iter().filter(|s| text_of(s).contains("Moon")).collect();
+    assert!(
+        replies_to(&all, &claim3).is_empty(),
+        "an opted-out account re-engaged: {all:#?}"
+    );
+    let first: Vec<_> = replies_to(&all, &claim)
+        .into_iter()
+        .filter(|s| text_of(s).contains("Moon"))
+        .collect();
     assert_eq!(first.len(), 1, "bob's first question answered twice: {all:#?}");
 }

@@ -295,7 +295,10 @@ fn the_shipped_alerts_name_metrics_the_daemon_exports() {
     let metrics = std::fs::read_to_string(root.join("src/metrics.rs")).unwrap();
     let mut unknown = Vec::new();
     for (at, _) in rules.match_indices("musebot_") {
-        let name: String = rules[at..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+        let name: String = rules[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
         let base = name
             .trim_start_matches("musebot_")
             .trim_end_matches("_total")
@@ -304,7 +307,10 @@ fn the_shipped_alerts_name_metrics_the_daemon_exports() {
             unknown.push(name);
         }
     }
-    assert!(unknown.is_empty(), "alerts.yml names metrics the daemon does not export: {unknown:?}");
+    assert!(
+        unknown.is_empty(),
+        "alerts.yml names metrics the daemon does not export: {unknown:?}"
+    );
     let alerts = rules.matches("- alert:").count();
     assert!(alerts >= 8, "{alerts} rules");
     assert_eq!(rules.matches("expr:").count(), alerts, "every rule has one expression");
@@ -312,6 +318,9 @@ fn the_shipped_alerts_name_metrics_the_daemon_exports() {
     rust_files(&root.join("src"), &mut files);
     let src: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
     for kind in ["store", "llm", "outage"] {
-        assert!(src.contains(&format!("\"{kind}\"")), "errors kind {kind} is never counted");
+        assert!(
+            src.contains(&format!("\"{kind}\"")),
+            "errors kind {kind} is never counted"
+        );
     }
 }

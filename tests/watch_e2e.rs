@@ -124,7 +124,7 @@ async fn a_local_post_repeating_a_checked_claim_goes_to_the_moderators_and_nothi
     let site = checker_site().await;
     let search = web::SearchServer::start(|_| Vec::new()).await;
     let llm = ScriptedLlm::start(Script::reply("never asked")).await;
-    let mock = MockMastodon::start().await;
+    let mut mock = MockMastodon::start().await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let extra = format!(
@@ -172,6 +172,30 @@ async fn a_local_post_repeating_a_checked_claim_goes_to_the_moderators_and_nothi
             "{event}: {metrics}\n{}",
             daemon.log_text()
         );
+    }
+    // The watch's stream is a connection of its own in /healthz, with when it last heard.
+    assert!(
+        metrics.contains("musebot_stream_last_event_timestamp_seconds{stream=\"watch:mastodon:public\"}"),
+        "{metrics}"
+    );
+    let health: serde_json::Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
+    assert_eq!(health["platforms"]["watch:mastodon:public"], "connected", "{health}");
+    assert!(health["last_event"]["watch:mastodon:public"].is_string(), "{health}");
+    assert!(health["last_event"]["mastodon"].is_string(), "{health}");
+    // The stream gone (the server down): /healthz says so, 503.
+    mock.stop();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let health: serde_json::Value = serde_json::from_str(&daemon.http_get("/healthz").await).unwrap();
+        if health["platforms"]["watch:mastodon:public"] != "connected" {
+            assert_eq!(health["status"], "degraded", "{health}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a stopped stream still looks connected: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let _ = daemon.terminate(Duration::from_secs(10));
 }

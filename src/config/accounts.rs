@@ -259,6 +259,23 @@ name = "nothing"
         let labels = &c.accounts()[2].config;
         assert!(labels.bluesky.labeler.enabled && labels.watch.enabled && !labels.mastodon.enabled);
         assert!(!c.accounts()[0].config.watch.enabled);
+        // Its held labels can be approved: the entry has moderators or an admin page.
+        let p: Vec<String> = c.validate().iter().map(ToString::to_string).collect();
+        assert!(!p.iter().any(|p| p.contains("watch.auto_label")), "{p:?}");
+    }
+
+    /// A watch whose finds wait for a moderator, on an account with none and no admin page.
+    #[test]
+    fn a_held_watch_nobody_can_approve_is_refused() {
+        let watch = "[accounts.watch]\nenabled = true\nbluesky = \"off\"\nmastodon = true\n";
+        let p = problems(&format!(
+            "[claims]\nenabled = true\n[[accounts]]\nname = \"es\"\n[accounts.mastodon]\nbase_url = \"https://es.example\"\n{watch}"
+        ));
+        assert!(p.contains("accounts.es.watch.auto_label: is false"), "{p}");
+        let p = problems(&format!(
+            "[claims]\nenabled = true\n[[accounts]]\nname = \"es\"\n[accounts.mastodon]\nbase_url = \"https://es.example\"\n[accounts.moderation]\nmastodon_moderators = [\"carla\"]\n{watch}"
+        ));
+        assert!(!p.contains("watch.auto_label"), "{p}");
     }
 
     #[test]

@@ -225,6 +225,17 @@ pub(super) fn watch(c: &Config, p: &mut Problems) {
             "give a relay, e.g. wss://bsky.network, or \"\" for the account's own PDS",
         );
     }
+    // Held labels and drafts wait for a moderator: someone must be able to approve them.
+    let approvers = !c.moderation.mastodon_moderators.is_empty()
+        || !c.moderation.bluesky_moderators.is_empty()
+        || !c.admin.listen.is_empty();
+    if !w.auto_label && !approvers {
+        p.bad(
+            "watch.auto_label",
+            "is false (what the watch finds waits for a moderator) while this account has no moderator and no admin page".into(),
+            "name the account's moderators ([moderation] mastodon_moderators or bluesky_moderators) or give it an admin page ([admin] listen), or set watch.auto_label = true",
+        );
+    }
     if w.languages.is_empty() {
         p.bad(
             "watch.languages",

@@ -28,15 +28,27 @@ pub fn folder(state_dir: &Path) -> PathBuf {
 pub async fn serve(store: Store, state_dir: PathBuf, stop: CancellationToken) {
     let dir = folder(&state_dir);
     let mut tick = tokio::time::interval(LOOK_EVERY);
+    // A request that could not be removed, said once.
+    let mut refused: Option<String> = None;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
         let request = dir.join(REQUEST);
-        let Ok(nonce) = std::fs::read_to_string(&request) else { continue };
-        let _ = std::fs::remove_file(&request);
-        let nonce = nonce.trim().to_string();
+        // A plain file only (a link or a FIFO planted there stalls nothing), and its first
+        // bytes only.
+        let Some(nonce) = read_request(&request) else {
+            continue;
+        };
+        if let Err(e) = std::fs::remove_file(&request) {
+            if refused.as_deref() != Some(nonce.as_str()) {
+                tracing::error!(error = %e, folder = %dir.display(), "a backup request the daemon cannot remove: the folder is not the service's (it was made by another user); remove it and run `musebot state backup` as the service's user");
+                refused = Some(nonce);
+            }
+            continue;
+        }
+        sweep(&dir);
         if nonce.is_empty() || nonce.len() > 64 || !nonce.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
             tracing::warn!("a backup request that is not a nonce; ignored");
             continue;
@@ -44,7 +56,11 @@ pub async fn serve(store: Store, state_dir: PathBuf, stop: CancellationToken) {
         let (store, out) = (store.clone(), dir.join(format!("{nonce}.musebot-backup")));
         let done = tokio::task::spawn_blocking(move || store.backup(&out)).await;
         match done {
-            Ok(Ok(s)) => tracing::info!(trees = s.trees, records = s.records, "state backup written for `musebot state backup`"),
+            Ok(Ok(s)) => tracing::info!(
+                trees = s.trees,
+                records = s.records,
+                "state backup written for `musebot state backup`"
+            ),
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "the state backup failed");
                 let _ = std::fs::write(dir.join(format!("{nonce}.error")), e.to_string());
@@ -53,6 +69,44 @@ pub async fn serve(store: Store, state_dir: PathBuf, stop: CancellationToken) {
         }
     }
 }
+
+/// The nonce a request holds: at most 64 bytes of a plain file (not a link).
+fn read_request(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(64)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text.trim().to_string())
+}
+
+/// Backups and errors older than a command waits for are left-overs of a command that gave
+/// up: removed (a backup holds what the state folder does).
+fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours = name.ends_with(".musebot-backup") || name.ends_with(".error") || name.contains(".partial-");
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > WAIT + Duration::from_secs(60));
+        if ours && old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// How long the command waits for the daemon's backup.
+pub const WAIT: Duration = Duration::from_secs(600);
 
 /// Why `musebot state backup` could not get a backup from the daemon.
 #[derive(Debug, thiserror::Error)]

@@ -47,7 +47,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let metrics = Metrics::new();
     let mut background = tokio::task::JoinSet::new();
     // `musebot state backup` while the daemon holds the store.
-    background.spawn(backup::serve(store.clone(), config.daemon.state_dir.clone(), shutdown.clone()));
+    background.spawn(backup::serve(
+        store.clone(),
+        config.daemon.state_dir.clone(),
+        shutdown.clone(),
+    ));
     if !config.http.listen.is_empty() {
         let listener = tokio::net::TcpListener::bind(&config.http.listen)
             .await

@@ -178,15 +178,47 @@ async fn an_edit_that_changes_the_words_is_rechecked_at_once_and_a_trivial_one_n
     assert_eq!(round.edited, 0, "{round:?}");
     let now = f.store.kept("mastodon:1").unwrap().unwrap();
     assert!(now.pending.is_none(), "nothing re-checked: {now:?}");
-    assert_ne!(now.digest, k.digest, "the trivial edit is taken, not met again each round");
+    assert_ne!(
+        now.digest, k.digest,
+        "the trivial edit is taken, not met again each round"
+    );
     assert_eq!(f.round().await.unwrap().edited, 0);
 
     edit("The Moon is made of cheese?");
     assert_eq!(f.round().await.unwrap().edited, 1, "a question is another post");
     let now = f.store.kept("mastodon:1").unwrap().unwrap();
-    assert!(now.pending.is_some(), "re-checked at once, within the cooldown: {now:?}");
+    assert!(
+        now.pending.is_some(),
+        "re-checked at once, within the cooldown: {now:?}"
+    );
     assert_eq!(now.claim, "The Moon is made of cheese?");
     // While that re-check waits, another edit is met again later, not set twice.
     edit("The Moon is made of rock.");
     assert_eq!(f.round().await.unwrap().edited, 0);
+}
+
+/// Signs that change what a post says are words: a minus, a percent, a currency, a decimal
+/// separator between digits, an emoji, any question mark.
+#[test]
+fn only_spacing_case_and_sentence_punctuation_are_not_words() {
+    let words = |t: &str| {
+        let mut p = post("1");
+        p.text = t.into();
+        crate::living::words(&p)
+    };
+    assert_eq!(
+        words("The Moon is  made of cheese."),
+        words("the moon is made of CHEESE!")
+    );
+    for (a, b) in [
+        ("It rose 5 points", "It rose -5 points"),
+        ("Taxes rise 50%", "Taxes rise 50"),
+        ("It cost $5", "It cost €5"),
+        ("1,500 died", "1.500 died"),
+        ("Vaccines are safe ✅", "Vaccines are safe ❌"),
+        ("Es seguro", "Es seguro？"),
+        ("A = B", "A ≠ B"),
+    ] {
+        assert_ne!(words(a), words(b), "{a} / {b}");
+    }
 }

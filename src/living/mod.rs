@@ -41,23 +41,30 @@ pub fn digest(post: &Post) -> String {
 }
 
 /// The digest of a kept post's words: [`digest`] over the text, alt texts and quoted text
-/// lower-cased, with every run of characters that are neither letters, digits nor `?` one
-/// space. An edit that fixes spacing, case or punctuation leaves it; one that changes a word
-/// (or turns a statement into a question) does not.
+/// lower-cased, with every run of spacing and sentence punctuation (`.,;:!'"`, not between
+/// digits) one space. An edit that fixes spacing, case or such punctuation leaves it; one
+/// that changes a word, a number, a sign or an emoji, or adds a question mark, does not.
 pub fn words(post: &Post) -> String {
     let norm = |t: &str| -> String {
+        let chars: Vec<char> = t.chars().flat_map(char::to_lowercase).collect();
         let mut out = String::with_capacity(t.len());
         let mut gap = false;
-        for c in t.chars().flat_map(char::to_lowercase) {
-            if c.is_alphanumeric() || c == '?' {
-                if gap && !out.is_empty() {
-                    out.push(' ');
-                }
-                gap = false;
-                out.push(c);
-            } else {
+        for (i, &c) in chars.iter().enumerate() {
+            // Only spacing and sentence punctuation fold, never between digits ("1,500" is
+            // not "1.500"); every other sign — minus, %, currency, ≠, emoji, any question
+            // mark — is a word.
+            let digits = |j: Option<usize>| j.and_then(|j| chars.get(j)).is_some_and(char::is_ascii_digit);
+            let folds =
+                c.is_whitespace() || (".,;:!'\"".contains(c) && !(digits(i.checked_sub(1)) && digits(Some(i + 1))));
+            if folds {
                 gap = true;
+                continue;
             }
+            if gap && !out.is_empty() {
+                out.push(' ');
+            }
+            gap = false;
+            out.push(c);
         }
         out
     };
@@ -240,11 +247,14 @@ pub fn recheck_now(
             return (RecheckSet::Waiting, None);
         }
         // The idle bound holds what a person sets (an edit, an asker's `recheck`), never a new
-        // fact-check: the author cannot spend it to keep a new check out of the thread.
-        if paced && k.idle_rechecks >= config.max_idle_rechecks {
+        // fact-check: the author cannot spend it to keep a new check out of the thread. Past
+        // it, the asker's `recheck` stops; an edit is paced by the cooldown instead, so a
+        // claim changed after a flood of rewordings is still re-checked, within the hour.
+        let spent = paced && k.idle_rechecks >= config.max_idle_rechecks;
+        if spent && !matches!(why, RecheckWhy::Edited) {
             return (RecheckSet::Spent, None);
         }
-        if let Some(last) = k.last_asked.filter(|_| cooled) {
+        if let Some(last) = k.last_asked.filter(|_| cooled || spent) {
             if now < last + cooldown {
                 return (RecheckSet::Cooling(last + cooldown), None);
             }
@@ -255,6 +265,11 @@ pub fn recheck_now(
         k.pending = Some(n);
         if matches!(why, RecheckWhy::Asked(_) | RecheckWhy::Edited) {
             k.last_asked = Some(now);
+        }
+        // An edit's re-check counts as idle when it is set (given back when it posts an
+        // update): one that ends any other way — held and rejected, failed — still counts.
+        if paced && matches!(why, RecheckWhy::Edited) {
+            k.idle_rechecks = k.idle_rechecks.saturating_add(1);
         }
         (RecheckSet::Set, Some((now, n, why.clone())))
     })?;

@@ -217,17 +217,22 @@ impl Job {
     }
 
     /// Whether a report of the same post by another account takes over this report job: the
-    /// job ended on its reporter alone (blocked, opted out, over its window), so whoever
-    /// reported first cannot keep a post from ever being checked. A report by the same
+    /// job ended on its reporter alone (blocked, opted out, over its window) before the post
+    /// was read, so whoever reported first cannot keep a post from ever being checked. (A
+    /// post whose author opted out or is blocked is skipped for another reason, `Policy`.) A report by the same
     /// reporter (a re-read) takes over nothing.
     pub fn reopened_by(&self, report: &Trigger) -> bool {
         let reporter_bound = matches!(
             self.status,
             Status::Skipped(SkipReason::Blocked | SkipReason::OptedOut | SkipReason::OverQuotaSilenced)
         );
+        // Never a job that read the post or drafted: a draft a moderator approved must not
+        // come back as another draft under the same approval.
+        let unread = self.target.is_none() && self.draft.is_none() && self.review.is_none();
         matches!(self.trigger.cause, super::trigger::Cause::Report { .. })
             && matches!(report.cause, super::trigger::Cause::Report { .. })
             && reporter_bound
+            && unread
             && !self.trigger.author.same_account(&report.author)
     }
 

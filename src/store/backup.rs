@@ -3,10 +3,11 @@
 //! it before anything is written, so a store of a newer build is refused, never half-read
 //! and rewritten. A backup is one file: a magic line, a JSON header (format, schema, when,
 //! the build), then every record of every tree but the search cache (which refills itself)
-//! as length-prefixed frames, an end frame and a JSON trailer with the counts and the
-//! SHA-256 of everything before it. [`restore`] reads it into a new sled folder beside the
-//! target and renames it into place only when the trailer checks: a truncated, altered or
-//! newer-schema file is refused and leaves nothing behind.
+//! and the platform sessions (tokens stay on the host) as length-prefixed frames, an end
+//! frame and a JSON trailer with the counts and the SHA-256 of everything before it. [`restore`] reads it into a new sled folder inside the
+//! target and moves its files into place only when the trailer checks: a truncated, altered or
+//! newer-schema file is refused and leaves nothing behind. The checksum catches accidents, not
+//! forgery: a backup is as trusted as whoever could write it (keep it as the state folder).
 
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -22,8 +23,14 @@ pub const SCHEMA: u32 = 1;
 const SCHEMA_KEY: &[u8] = b"musebot:store-schema";
 const MAGIC: &[u8] = b"MUSEBOT-STATE-BACKUP\n";
 const FORMAT: u32 = 1;
-/// Trees a backup leaves out: caches that refill themselves.
-const LEFT_OUT: &[&[u8]] = &[b"cache"];
+/// Whether a backup leaves a tree out: the search cache (it refills itself) and the platform
+/// sessions, every account's (tokens: whoever holds a copy of the backup must not be able to
+/// act as the bot; a restored bot logs in again).
+fn left_out(name: &[u8]) -> bool {
+    name == b"cache" || name == b"sessions" || name.ends_with(b"/sessions")
+}
+/// The longest part of a frame read back (sled keeps far smaller records).
+const MAX_PART: usize = 16 << 20;
 
 /// What a backup holds, as its header and trailer say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +88,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BackupError + '_ {
 pub(super) fn check_schema(db: &sled::Db) -> Result<(), StoreError> {
     match db.get(SCHEMA_KEY)? {
         Some(v) => {
-            let found = <[u8; 4]>::try_from(v.as_ref()).map(u32::from_be_bytes).unwrap_or(u32::MAX);
+            let found = <[u8; 4]>::try_from(v.as_ref())
+                .map(u32::from_be_bytes)
+                .unwrap_or(u32::MAX);
             if found > SCHEMA {
                 return Err(StoreError::Newer { found });
             }
@@ -100,8 +109,26 @@ impl Store {
     /// Safe while the daemon runs: each tree is read as it stands when it is reached (see
     /// the book's Backup page for what that means for jobs in flight).
     pub fn backup(&self, out: &Path) -> Result<Summary, BackupError> {
-        let tmp = out.with_extension("partial");
-        let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+        let mut tmp = out.as_os_str().to_owned();
+        tmp.push(format!(
+            ".partial-{}-{}",
+            std::process::id(),
+            chrono::Utc::now().timestamp_micros()
+        ));
+        let tmp = PathBuf::from(tmp);
+        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        // It holds session tokens and opt-outs: the owner's alone, whatever the umask.
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)
+                .map_err(io(&tmp))?
+        };
         let mut w = Hashing::new(BufWriter::new(file));
         let created = chrono::Utc::now();
         let header = Header {
@@ -117,7 +144,7 @@ impl Store {
             w.write_all(MAGIC)?;
             serde_json::to_writer(&mut w, &header)?;
             w.write_all(b"\n")?;
-            for name in names.iter().filter(|n| !LEFT_OUT.contains(&n.as_ref())) {
+            for name in names.iter().filter(|n| !left_out(n)) {
                 let tree = self.db.open_tree(name).map_err(std::io::Error::other)?;
                 frame(&mut w, b'T', &[name.as_ref()])?;
                 trees += 1;
@@ -156,19 +183,34 @@ pub fn verify(path: &Path) -> Result<Summary, BackupError> {
 
 /// Restores the backup at `path` into the folder `dir` (`daemon.state_dir`), which must not
 /// hold a store (other folders there, the fact-check corpus and the evidence index, stay):
-/// the records go into a new store beside it (`<dir>.restoring`), whose files move into
-/// `dir` only when the whole file has checked — sled's `db` last, so a restore cut short
+/// the records go into a new store inside it (`.restoring`), whose files move into `dir`
+/// only when the whole file has checked — sled's `db` last, so a restore cut short
 /// leaves no store that opens. On any error nothing is left behind.
 pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
-    if dir.join("db").exists() {
+    // Any of sled's files: a store, or what is left of one (a stale snapshot beside a
+    // restored `db` would be read with it).
+    let occupied = std::fs::read_dir(dir).is_ok_and(|d| {
+        d.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            ["db", "conf", "blobs"].contains(&name.as_str()) || name.starts_with("snap.")
+        })
+    });
+    if occupied {
         return Err(BackupError::Occupied(dir.to_path_buf()));
     }
-    let mut staging = dir.as_os_str().to_owned();
-    staging.push(".restoring");
-    let staging = PathBuf::from(staging);
+    // The whole file checked before anything is written: a crafted one fills no disk.
+    verify(path)?;
+    // Staged inside the state folder: whoever may write it may restore (no write beside it,
+    // in `/var/lib`, is needed), and the moves below stay on one file system.
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let staging = dir.join(".restoring");
     let _ = std::fs::remove_dir_all(&staging);
     let result = (|| {
-        let db = sled::Config::new().path(&staging).flush_every_ms(None).open().map_err(StoreError::from)?;
+        let db = sled::Config::new()
+            .path(&staging)
+            .flush_every_ms(None)
+            .open()
+            .map_err(StoreError::from)?;
         let mut tree: Option<sled::Tree> = None;
         let summary = read(path, &mut |kind, a, b| {
             match kind {
@@ -186,7 +228,6 @@ pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
         db.flush().map_err(StoreError::from)?;
         drop(tree);
         drop(db);
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
         let entries = std::fs::read_dir(&staging).map_err(io(&staging))?;
         for entry in entries {
             let name = entry.map_err(io(&staging))?.file_name();
@@ -295,16 +336,19 @@ fn frame(w: &mut impl Write, kind: u8, parts: &[&[u8]]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A part of a frame; longer than the largest record sled keeps is damage, not an allocation.
+/// A part of a frame; one longer than [`MAX_PART`] is damage, not an allocation.
 fn chunk(r: &mut impl Read) -> std::io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len) as usize;
-    if len > 1 << 30 {
-        return Err(std::io::Error::other("a record longer than 1 GiB"));
+    if len > MAX_PART {
+        return Err(std::io::Error::other("a record longer than 16 MiB"));
     }
-    let mut buf = vec![0u8; len];
-    r.read_exact(&mut buf)?;
+    let mut buf = Vec::new();
+    r.take(len as u64).read_to_end(&mut buf)?;
+    if buf.len() < len {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
     Ok(buf)
 }
 
@@ -322,7 +366,12 @@ impl<T> Hashing<T> {
         }
     }
     fn hex(&self) -> String {
-        self.hash.clone().finalize().iter().map(|b| format!("{b:02x}")).collect()
+        self.hash
+            .clone()
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
     fn into_inner(self) -> T {
         self.inner

@@ -1,4 +1,4 @@
-//! Backups of a busy store: every tree but the cache comes back as it was (opt-outs, jobs,
+//! Backups of a busy store: every tree but the cache and the sessions comes back as it was (opt-outs, jobs,
 //! kept answers and their timers, cursors, named accounts' trees); a truncated, altered,
 //! foreign or newer-schema file is refused and leaves nothing behind; a store of a newer
 //! schema is refused at open.
@@ -25,6 +25,8 @@ fn busy(dir: &Path) -> Store {
     let other = store.account("labels", "", "").unwrap();
     other.advance_cursor("bluesky:notifications", "abc").unwrap();
     store.cache.insert("search:q", b"cached".to_vec()).unwrap();
+    store.set_session("did:plc:bot", "refresh-jwt").unwrap();
+    other.set_session("did:plc:labels", "refresh-jwt").unwrap();
     store.flush().unwrap();
     store
 }
@@ -40,10 +42,14 @@ fn contents(store: &Store) -> Vec<Tree> {
         .into_iter()
         .map(|n| {
             let tree = store.db.open_tree(&n).unwrap();
-            let items = tree.iter().map(|i| i.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            let items = tree
+                .iter()
+                .map(|i| i.unwrap())
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect();
             (n.to_vec(), items)
         })
-        .filter(|(n, items): &Tree| n.as_slice() != b"cache" && !items.is_empty())
+        .filter(|(n, items): &Tree| !left_out(n) && !items.is_empty())
         .collect()
 }
 
@@ -66,14 +72,23 @@ fn a_busy_store_comes_back_whole_on_a_new_folder() {
     let restored = Store::open(&target).unwrap();
     assert_eq!(contents(&restored), contents(&store));
     assert!(restored.opted_out(PlatformKind::Mastodon, "109"), "opt-outs come back");
-    assert_eq!(restored.cursor("mastodon:notifications").unwrap().as_deref(), Some("1234"));
+    assert_eq!(
+        restored.cursor("mastodon:notifications").unwrap().as_deref(),
+        Some("1234")
+    );
     assert_eq!(restored.pending_jobs().unwrap().len(), 1);
     assert!(restored.kept("mastodon:7").unwrap().is_some());
     assert_eq!(restored.timers_of("mastodon:7").unwrap().len(), 1, "timers come back");
     let labels = restored.account("labels", "", "").unwrap();
     assert_eq!(labels.cursor("bluesky:notifications").unwrap().as_deref(), Some("abc"));
     assert!(restored.cache.is_empty(), "the cache refills itself");
-    assert!(!new_host.path().join("state.restoring").exists());
+    assert_eq!(
+        restored.session("did:plc:bot").unwrap(),
+        None,
+        "tokens stay on the host"
+    );
+    assert_eq!(labels.session("did:plc:labels").unwrap(), None);
+    assert!(!target.join(".restoring").exists());
 
     // Never over a store: the restore is refused and the store untouched.
     drop((restored, labels));
@@ -94,7 +109,7 @@ fn a_truncated_altered_foreign_or_newer_backup_is_refused_and_leaves_nothing() {
         let target = here.path().join("target");
         let result = restore(&f, &target);
         assert!(!target.join("db").exists(), "nothing restored");
-        assert!(!here.path().join("target.restoring").exists(), "nothing left behind");
+        assert!(!target.join(".restoring").exists(), "nothing left behind");
         result.unwrap_err()
     };
     for cut in [bytes.len() - 1, bytes.len() - 80, bytes.len() / 2, MAGIC.len() + 10] {
@@ -110,7 +125,11 @@ fn a_truncated_altered_foreign_or_newer_backup_is_refused_and_leaves_nothing() {
     assert!(matches!(try_restore(b"hello"), BackupError::NotABackup(_)));
     // A backup of a newer schema (the header says so).
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    let newer = text.replacen(&format!("\"schema\":{SCHEMA}"), &format!("\"schema\":{}", SCHEMA + 1), 1);
+    let newer = text.replacen(
+        &format!("\"schema\":{SCHEMA}"),
+        &format!("\"schema\":{}", SCHEMA + 1),
+        1,
+    );
     let e = try_restore(newer.as_bytes());
     assert!(matches!(e, BackupError::Newer { .. }), "{e}");
     assert!(e.to_string().contains("newer"), "{e}");

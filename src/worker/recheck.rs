@@ -115,14 +115,14 @@ impl Run<'_> {
         if news(&kept, &draft, &reviews) == News::Nothing {
             let what = verdict.map_or(draft.outcome.as_str(), Verdict::as_str);
             tracing::info!(now = what, was = ?kept.verdict, "re-check: nothing new; nothing is posted");
-            self.idle(&kept)?;
+            self.idle(job, &kept)?;
             return Ok(StageOutcome::Skip(SkipReason::Unchanged(format!(
                 "the re-check found nothing new ({what})"
             ))));
         }
         let digest = UpdateRecord::digest(verdict, &reviews);
         if kept.has_update(&digest) {
-            self.idle(&kept)?;
+            self.idle(job, &kept)?;
             return Ok(StageOutcome::Skip(SkipReason::Unchanged(
                 "this update was posted already".into(),
             )));
@@ -195,8 +195,20 @@ impl Run<'_> {
         Ok(StageOutcome::Next(Usage::default()))
     }
 
-    /// A re-check that found nothing new counts against `living.max_idle_rechecks`.
-    fn idle(&self, kept: &Kept) -> Result<(), StageError> {
+    /// A re-check that found nothing new counts against `living.max_idle_rechecks` — an
+    /// edit's was counted when it was set ([`crate::living::recheck_now`]), so it ends
+    /// counted however it ends.
+    fn idle(&self, job: &Job, kept: &Kept) -> Result<(), StageError> {
+        let edited = matches!(
+            &job.trigger.cause,
+            crate::model::Cause::Recheck {
+                why: RecheckWhy::Edited,
+                ..
+            }
+        );
+        if edited {
+            return Ok(());
+        }
         self.worker
             .store
             .update_kept(&kept.job_id, |k| k.idle_rechecks = k.idle_rechecks.saturating_add(1))?;
@@ -275,6 +287,16 @@ impl Run<'_> {
             kept.evidence.sort();
             kept.evidence.dedup();
             kept.parts.extend(ids.iter().cloned());
+            // An edit's re-check was counted idle when set: it found something, so it is not.
+            if matches!(
+                &job.trigger.cause,
+                crate::model::Cause::Recheck {
+                    why: RecheckWhy::Edited,
+                    ..
+                }
+            ) {
+                kept.idle_rechecks = kept.idle_rechecks.saturating_sub(1);
+            }
             true
         })?;
         let Some((kept, true)) = recorded else {

@@ -58,16 +58,28 @@ impl Run<'_> {
         // over by the next report of the post from someone else (intake). The platform's own
         // moderators (trusted flaggers) are bounded by what their reports cost — the day's
         // report share above — not by a window made for strangers.
-        let who = format!("{platform}:{}", job.trigger.author.key());
         let author = &job.trigger.author;
-        let trusted = self.worker.moderation.is_moderator(job.trigger.platform, &author.handle, author.id.as_deref());
-        if !trusted && !self.worker.store.charge_window(
-            &format!("rate:checks:{who}"),
-            &job.id,
-            self.worker.limits.checks_per_requester_per_hour,
-            chrono::Duration::hours(1),
-            chrono::Utc::now(),
-        )? {
+        // A remote server files Flags under any actor it likes: its reporters share one
+        // window, keyed by its domain, and none of them is trusted.
+        let remote = author.handle.split_once('@').map(|(_, domain)| domain.to_lowercase());
+        let who = match &remote {
+            Some(domain) => format!("{platform}:server:{domain}"),
+            None => format!("{platform}:{}", author.key()),
+        };
+        let trusted = remote.is_none()
+            && self
+                .worker
+                .moderation
+                .is_moderator(job.trigger.platform, &author.handle, author.id.as_deref());
+        if !trusted
+            && !self.worker.store.charge_window(
+                &format!("rate:checks:{who}"),
+                &job.id,
+                self.worker.limits.checks_per_requester_per_hour,
+                chrono::Duration::hours(1),
+                chrono::Utc::now(),
+            )?
+        {
             return skip(SkipReason::OverQuotaSilenced);
         }
         let mut target = match self.platform.resolve(&job.trigger).await {
@@ -77,6 +89,12 @@ impl Run<'_> {
         };
         target.language = crate::lang::of(target.language.as_deref(), &target.text);
         if let Some(reason) = self.skip_reason(job, &target) {
+            // The post's author, not the reporter: another report takes nothing over.
+            let reason = match reason {
+                SkipReason::OptedOut => SkipReason::Policy("the reported post's author opted out".into()),
+                SkipReason::Blocked => SkipReason::Policy("the reported post's author is blocked".into()),
+                other => other,
+            };
             return skip(reason);
         }
         let quote_private = target.quote.as_ref().is_some_and(|q| !q.visibility.is_public());

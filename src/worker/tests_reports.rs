@@ -319,7 +319,10 @@ async fn a_post_skipped_for_its_first_reporter_is_checked_when_someone_else_repo
         handle: "7".into(),
         since: chrono::Utc::now(),
     };
-    b.worker.store.set_opt_out(crate::model::PlatformKind::Mastodon, "7", Some(&out)).unwrap();
+    b.worker
+        .store
+        .set_opt_out(crate::model::PlatformKind::Mastodon, "7", Some(&out))
+        .unwrap();
     let intake = intake(&b);
     accept(&intake, report("1", "100", "7")).await;
     let id = "mastodon:report:100";
@@ -327,7 +330,10 @@ async fn a_post_skipped_for_its_first_reporter_is_checked_when_someone_else_repo
     assert_eq!(job.status, Status::Skipped(SkipReason::OptedOut));
     // The same reporter again (a re-read) changes nothing.
     accept(&intake, report("1", "100", "7")).await;
-    assert_eq!(b.worker.store.job(id).unwrap().unwrap().status, Status::Skipped(SkipReason::OptedOut));
+    assert_eq!(
+        b.worker.store.job(id).unwrap().unwrap().status,
+        Status::Skipped(SkipReason::OptedOut)
+    );
     // Someone else's report of the post: checked, for that reporter.
     accept(&intake, report("2", "100", "8")).await;
     let job = b.worker.store.job(id).unwrap().unwrap();
@@ -368,6 +374,58 @@ async fn a_platform_moderators_reports_are_bounded_by_the_budget_not_the_strange
         ));
         let id = b.add(report(&n.to_string(), pid, "77"));
         let job = b.run(&id).await;
-        assert_eq!(job.status, Status::Done, "report {n}: {:?} {:?}", job.status, job.last_error);
+        assert_eq!(
+            job.status,
+            Status::Done,
+            "report {n}: {:?} {:?}",
+            job.status,
+            job.last_error
+        );
     }
+}
+
+/// Only a job that ended on its reporter before reading the post is taken over: one that read
+/// and drafted (a draft a moderator may have approved) or one skipped for the post's author
+/// is not.
+#[test]
+fn a_job_that_read_the_post_or_ended_on_its_author_is_not_taken_over() {
+    let mut drafted = Job::new(report("1", "100", "7"));
+    drafted.status = Status::Skipped(SkipReason::OptedOut);
+    assert!(drafted.reopened_by(&report("2", "100", "8")));
+    drafted.target = Some(crate::model::Post::text_only(
+        "100",
+        "carol",
+        "x",
+        chrono::Utc::now(),
+        crate::model::Visibility::Public,
+    ));
+    assert!(!drafted.reopened_by(&report("2", "100", "8")));
+    let mut author = Job::new(report("1", "100", "7"));
+    author.status = Status::Skipped(SkipReason::Policy("the reported post's author opted out".into()));
+    assert!(!author.reopened_by(&report("2", "100", "8")));
+}
+
+/// A remote server's reporters share one window, keyed by its domain: a server that files
+/// Flags under a new actor each time gets no more checks than one reporter.
+#[tokio::test]
+async fn a_remote_servers_reporters_share_one_window() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    b.worker.limits.checks_per_requester_per_hour = 1;
+    let mut fates = Vec::new();
+    for (n, pid) in ["101", "102"].iter().enumerate() {
+        b.double.add_post(crate::model::Post::text_only(
+            pid,
+            "carol",
+            "The Moon is made of cheese.",
+            chrono::Utc::now(),
+            crate::model::Visibility::Public,
+        ));
+        let mut t = report(&n.to_string(), pid, &format!("90{n}"));
+        t.author.handle = format!("actor{n}@evil.example");
+        let id = b.add(t);
+        fates.push(b.run(&id).await.status);
+    }
+    assert_eq!(fates[0], Status::Done);
+    assert_eq!(fates[1], Status::Skipped(SkipReason::OverQuotaSilenced));
 }

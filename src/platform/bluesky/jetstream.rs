@@ -15,6 +15,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use crate::intake::Intake;
+use crate::metrics::ConnState;
 use crate::model::{PlatformKind, Seen};
 
 /// Largest message read (Jetstream's events are small; a relay's commit frames ≤ 2 MB).
@@ -68,11 +69,19 @@ impl NetworkWatch {
     /// Reads the stream into `out` until `stop`; every failure is a reconnect from the cursor.
     pub async fn run(self, intake: Intake, out: mpsc::Sender<Seen>, stop: CancellationToken) {
         let mut wait = Duration::from_secs(1);
+        let health = format!("watch:{}", self.stream.cursor_name());
         loop {
+            intake.metrics().set_connection(&health, ConnState::Connecting);
+            let started = std::time::Instant::now();
             let result = tokio::select! {
                 _ = stop.cancelled() => return,
-                r = self.follow(&intake, &out) => r,
+                r = self.follow(&intake, &out, &health) => r,
             };
+            intake.metrics().set_connection(&health, ConnState::Disconnected);
+            // A connection that held a while starts the back-off over.
+            if started.elapsed() > Duration::from_secs(60) {
+                wait = Duration::from_secs(1);
+            }
             if out.is_closed() {
                 return;
             }
@@ -93,7 +102,7 @@ impl NetworkWatch {
         }
     }
 
-    async fn follow(&self, intake: &Intake, out: &mpsc::Sender<Seen>) -> anyhow::Result<()> {
+    async fn follow(&self, intake: &Intake, out: &mpsc::Sender<Seen>, health: &str) -> anyhow::Result<()> {
         let name = self.stream.cursor_name();
         let cursor = intake.cursor(name)?;
         let url = match (&self.stream, &cursor) {
@@ -125,7 +134,9 @@ impl NetworkWatch {
             cursor = cursor.as_deref().unwrap_or("live"),
             "network stream connected"
         );
+        intake.metrics().set_connection(health, ConnState::Connected);
         while let Some(msg) = socket.next().await {
+            intake.metrics().heard(health);
             let posts = match msg.map_err(|e| anyhow::anyhow!("read: {e}"))? {
                 Message::Text(t) if matches!(self.stream, Stream::Jetstream(_)) => match jetstream_event(t.as_str()) {
                     Ok(seen) => seen.into_iter().collect(),

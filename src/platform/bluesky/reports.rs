@@ -44,6 +44,7 @@ impl OzoneReports {
             match self.poll_once(&intake).await {
                 Ok(()) => {
                     intake.metrics().set_report_reader("bluesky", "following", None);
+                    intake.metrics().heard("reports:bluesky");
                     failures = 0;
                 }
                 Err(e) => {

@@ -54,6 +54,7 @@ impl BlueskySource {
             match self.poll_once(&intake).await {
                 Ok(()) => {
                     intake.metrics().set_connection("bluesky", ConnState::Connected);
+                    intake.metrics().heard("bluesky");
                     wait = self.poll;
                 }
                 Err(e) => {

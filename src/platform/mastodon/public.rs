@@ -17,9 +17,12 @@ use super::client::MastodonClient;
 use super::stream::{open_socket, BotIdentity};
 use super::text::status_text;
 use crate::intake::Intake;
+use crate::metrics::ConnState;
 use crate::model::{id_less, PlatformKind, Seen, Visibility};
 
 pub const CURSOR: &str = "mastodon:public";
+/// The connection's name in `/healthz` and the last-event gauge.
+const HEALTH: &str = "watch:mastodon:public";
 const PAGE: u32 = 40;
 /// Pages read at most per catch-up (a long stop is not read back further: `watch.max_age_secs`
 /// would pass those posts over anyway).
@@ -39,11 +42,14 @@ impl PublicWatch {
     pub async fn run(self, intake: Intake, out: mpsc::Sender<Seen>, stop: CancellationToken) {
         let mut backoff = Duration::from_secs(1);
         while !stop.is_cancelled() {
+            intake.metrics().set_connection(HEALTH, ConnState::Connecting);
             let started = Instant::now();
             if let Err(e) = self.catch_up(&intake, &out).await {
                 tracing::warn!(error = %e, "local timeline catch-up failed");
             }
-            match self.connect_once(&intake, &out, &stop).await {
+            let result = self.connect_once(&intake, &out, &stop).await;
+            intake.metrics().set_connection(HEALTH, ConnState::Disconnected);
+            match result {
                 Ok(()) if stop.is_cancelled() => break,
                 Ok(()) => tracing::info!("local timeline stream closed; reconnecting"),
                 Err(e) => {
@@ -69,6 +75,7 @@ impl PublicWatch {
     ) -> Result<(), String> {
         let mut ws = open_socket(&self.client, &self.streaming_base, "stream=public:local").await?;
         tracing::info!("local timeline stream connected");
+        intake.metrics().set_connection(HEALTH, ConnState::Connected);
         let mut ping = tokio::time::interval(PING_EVERY);
         ping.tick().await;
         let mut catch_up = tokio::time::interval(CATCH_UP_EVERY);
@@ -91,6 +98,7 @@ impl PublicWatch {
                     None | Some(Ok(Message::Close(_))) => return Ok(()),
                     Some(Err(e)) => return Err(e.to_string().replace(self.client.token().expose(), "[redacted]")),
                     Some(Ok(Message::Text(text))) => {
+                        intake.metrics().heard(HEALTH);
                         if let Some(seen) = self.on_frame(text.as_str()) {
                             if out.send(seen).await.is_err() {
                                 return Ok(());

@@ -77,6 +77,7 @@ impl ReportWatch {
             match self.poll_once(&intake).await {
                 Ok(()) => {
                     intake.metrics().set_report_reader("mastodon", "following", None);
+                    intake.metrics().heard("reports:mastodon");
                     warned = false;
                     failures = 0;
                 }

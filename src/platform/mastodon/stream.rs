@@ -123,6 +123,7 @@ impl MastodonSource {
                 }
                 frame = ws.next() => {
                     last_frame = Instant::now();
+                    intake.metrics().heard(PlatformKind::Mastodon.as_str());
                     match frame {
                         None => return Ok(()),
                         Some(Err(e)) => return Err(StreamError::Socket(scrub(&e.to_string(), self.client.token().expose()))),
