@@ -793,3 +793,67 @@ fn anchors_follow_mdbooks_rule() {
     );
     assert_eq!(link_targets("[ref]: other.md#top"), ["other.md#top"]);
 }
+
+/// The command-line reference (`cli.md`) has a `### \`musebot …\`` entry for every command
+/// the parser knows — a leaf, or a command that runs by itself (`eval` beside `eval compare`)
+/// — and none for a command it does not; each entry names each of the command's long flags.
+#[test]
+fn the_command_line_reference_matches_the_parser() {
+    use clap::CommandFactory;
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/cli.md")).unwrap();
+    let mut commands = Vec::new();
+    fn walk(cmd: &clap::Command, path: String, out: &mut Vec<(String, Vec<String>)>) {
+        let flags: Vec<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .filter(|l| l != "--help" && l != "--version")
+            .collect();
+        let runs_alone = !cmd.is_subcommand_required_set() && cmd.get_subcommands().next().is_some();
+        if cmd.get_subcommands().next().is_none() || runs_alone {
+            out.push((path.clone(), flags));
+        }
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(sub, format!("{path} {}", sub.get_name()), out);
+        }
+    }
+    let root = musebot::cli::Cli::command();
+    for sub in root.get_subcommands().filter(|s| s.get_name() != "help") {
+        walk(sub, format!("musebot {}", sub.get_name()), &mut commands);
+    }
+    assert!(commands.len() >= 16, "the parser's commands: {commands:?}");
+    assert!(
+        commands
+            .iter()
+            .any(|(p, f)| p == "musebot eval" && f.contains(&"--out".to_string())),
+        "{commands:?}"
+    );
+    let mut missing = Vec::new();
+    for (path, flags) in &commands {
+        let heading = format!("### `{path}`\n");
+        let Some(at) = page.find(&heading) else {
+            missing.push(path.clone());
+            continue;
+        };
+        let entry = &page[at + heading.len()..];
+        let entry = &entry[..entry
+            .find("\n### ")
+            .or_else(|| entry.find("\n## "))
+            .unwrap_or(entry.len())];
+        for flag in flags {
+            if !entry.contains(flag.as_str()) {
+                missing.push(format!("{path} {flag}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "cli.md lacks: {missing:?}");
+    let known: Vec<&str> = commands.iter().map(|(p, _)| p.as_str()).collect();
+    let stale: Vec<&str> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("### `")?.strip_suffix('`'))
+        .filter(|p| p.starts_with("musebot") && !known.contains(p))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "cli.md documents commands the parser does not know: {stale:?}"
+    );
+}

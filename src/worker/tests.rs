@@ -22,7 +22,7 @@ pub(super) struct Bench {
     pub(super) worker: Worker,
     pub(super) double: Arc<Double>,
     pub(super) llm: ScriptedLlm,
-    _dir: tempfile::TempDir,
+    pub(super) _dir: tempfile::TempDir,
 }
 
 pub(super) async fn bench(script: Script) -> Bench {

@@ -429,3 +429,59 @@ async fn a_remote_servers_reporters_share_one_window() {
     assert_eq!(fates[0], Status::Done);
     assert_eq!(fates[1], Status::Skipped(SkipReason::OverQuotaSilenced));
 }
+
+/// Unasked work (six reported posts) never holds the last job permit: a mention that comes
+/// while it runs is served beside it, not after it (order, not time, is asserted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_is_served_beside_unasked_work_not_after_it() {
+    let mut script = Script::reply(VERDICT);
+    script.delay = std::time::Duration::from_millis(300);
+    let mut b = bench(script).await;
+    reports(&mut b, ReportChannel::Note);
+    b.worker.limits.checks_per_requester_per_hour = 100;
+    let mut reported = Vec::new();
+    for n in 0..6 {
+        let pid = format!("20{n}");
+        b.double.add_post(crate::model::Post::text_only(
+            &pid,
+            "carol",
+            "The Moon is made of cheese.",
+            chrono::Utc::now(),
+            crate::model::Visibility::Public,
+        ));
+        reported.push(b.add(report(&n.to_string(), &pid, &format!("7{n}"))));
+    }
+    let mut m = Trigger::test_mention("m1");
+    m.in_reply_to_id = Some("100".into());
+    let mention = b.add(m);
+    let super::tests::Bench { worker, _dir, .. } = b;
+    let worker = Arc::new(worker);
+    let (queues, first_rx, later_rx) = crate::intake::Queues::new(16);
+    for id in &reported {
+        queues.later.try_send(id.clone()).unwrap();
+    }
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(super::dispatch::dispatch(
+        worker.clone(),
+        (first_rx, later_rx),
+        2,
+        std::time::Duration::from_secs(5),
+        shutdown.clone(),
+    ));
+    let pending = |id: &str| worker.store.job(id).unwrap().unwrap().status == Status::Pending;
+    // The unasked work has begun (its first LLM call is under way).
+    while worker.store.job(&reported[0]).unwrap().unwrap().trace.is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    queues.first.try_send(mention.clone()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while pending(&mention) {
+        assert!(std::time::Instant::now() < deadline, "the mention was never served");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let done = reported.iter().filter(|id| !pending(id)).count();
+    assert_eq!(worker.store.job(&mention).unwrap().unwrap().status, Status::Done);
+    assert!(done <= 2, "{done} of 6 unasked jobs finished before the mention");
+    shutdown.cancel();
+    task.await.unwrap();
+}
