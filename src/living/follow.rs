@@ -5,8 +5,9 @@
 //! A checked post the bot can no longer read is asked about where blocks do not apply
 //! ([`crate::platform::Platform::confirm_deleted`]): deleted → every part of the answer deleted
 //! ([`super::take_down`]); only hidden from the bot (its author blocks the bot, or the
-//! platform cannot tell) → the answer stays, marked `hidden` and no longer followed (a block
-//! must not take a correction down while the false post stays up). Edited (another digest of
+//! platform cannot tell) → the answer stays, marked `hidden` (a block must not take a
+//! correction down while the false post stays up), looked for in the batch reads only and
+//! followed again once the bot sees it again. Edited (another digest of
 //! its text) → a re-check at once when its words changed (spacing, case or punctuation alone
 //! is not re-checked), which posts an update only if the verdict changes. The post that
 //! asked deleted (confirmed the same way) → the answer stays, unless
@@ -36,8 +37,11 @@ pub struct Round {
     pub looked: usize,
     pub deleted: usize,
     pub edited: usize,
-    /// Posts found hidden from the bot (not deleted): their answers stay, no longer followed.
+    /// Posts found hidden from the bot (not deleted): their answers stay, looked at only in
+    /// the batch reads until they are seen again.
     pub hidden: usize,
+    /// Hidden posts seen again: followed (and re-checked) again.
+    pub visible: usize,
 }
 
 impl Follower {
@@ -99,7 +103,7 @@ impl Follower {
             };
             let mine: Vec<Kept> = page
                 .iter()
-                .filter(|k| k.platform == kind && k.gone.is_none() && k.hidden.is_none())
+                .filter(|k| k.platform == kind && k.gone.is_none())
                 .cloned()
                 .collect();
             if mine.is_empty() {
@@ -122,9 +126,22 @@ impl Follower {
                 let target = kept.trigger.target_id().to_string();
                 let seen = match found.iter().find(|p| p.id == target) {
                     Some(post) => Ok(post.clone()),
+                    // Hidden and still missing: not asked alone again.
+                    None if kept.hidden.is_some() => Err(PlatformError::Gone("still hidden".into())),
                     // Missing from the batch: deleted, hidden, or a partial answer — asked alone.
                     None => platform.resolve(&kept.trigger).await,
                 };
+                // A post hidden from the bot is looked at with the rest (in the same batch
+                // read): seen again, it is followed again; still missing, it is not asked about.
+                let hidden = kept.hidden.is_some();
+                if hidden && seen.is_err() {
+                    continue;
+                }
+                if hidden {
+                    tracing::info!(job = %kept.job_id, "the checked post is visible to the bot again; followed again");
+                    self.store.update_kept(&kept.job_id, |k| k.hidden = None)?;
+                    round.visible += 1;
+                }
                 let mut gone = match seen {
                     Ok(post) => {
                         let digest = super::digest(&post);

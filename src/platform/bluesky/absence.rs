@@ -5,7 +5,10 @@
 //! own repository: `com.atproto.repo.getRecord`, not logged in, on the PDS the author's DID
 //! document names (`did:plc` through `bluesky.plc_directory`, `did:web` from its host).
 //! Blocks do not apply to repository reads: a record there is a post only hidden from the
-//! bot, `RecordNotFound` a deletion, and a deactivated or taken-down repository cannot tell.
+//! bot, `RecordNotFound` a deletion — confirmed where the network serves the post (the bot's
+//! own PDS, forwarding to the AppView), so a self-hosted PDS cannot take a correction down by
+//! denying the bot alone — and a deactivated or taken-down repository cannot tell. A rate
+//! limit of the author's server holds back that one post, never the bot's other answers.
 //! When the DID document cannot be read, or names a PDS that is not a public `https` host
 //! (an address of the bot's own network must not be reachable through a DID document), the
 //! bot's own PDS is asked instead: it serves the repositories it hosts and forwards the
@@ -29,18 +32,40 @@ impl Bluesky {
             ("rkey", rkey.to_string()),
         ];
         let (nsid, what) = ("com.atproto.repo.getRecord", "getRecord");
-        let answer: Result<serde_json::Value, _> = match self.pds_of(did).await {
-            Ok(pds) => self.xrpc.query_unsigned(&pds, what, nsid, &params).await,
+        let author_pds = self.pds_of(did).await;
+        let answer: Result<serde_json::Value, _> = match &author_pds {
+            Ok(pds) => self.xrpc.query_unsigned(pds, what, nsid, &params).await,
             Err(why) => {
                 tracing::info!(did, why, "the author's PDS is not known; asking the bot's own");
                 self.xrpc.query(what, nsid, &params).await
             }
         };
+        let asked_the_author = author_pds.is_ok_and(|pds| !same_origin(&pds, self.xrpc.service()));
         match answer {
             Ok(_) => Ok(Absence::Hidden(
                 "the post is in its author's repository but hidden from the bot (a block)".into(),
             )),
+            // The author's own server alone does not decide a deletion: the network's copy
+            // (the bot's PDS, which forwards to the AppView) must be gone too.
+            Err(e) if e.name() == Some("RecordNotFound") && asked_the_author => {
+                let network = self.xrpc.service().to_string();
+                match self
+                    .xrpc
+                    .query_unsigned::<serde_json::Value>(&network, what, nsid, &params)
+                    .await
+                {
+                    Err(n) if n.name() == Some("RecordNotFound") => Ok(Absence::Deleted),
+                    Ok(_) => Ok(Absence::Unknown(
+                        "the author's server says the post is deleted, the network still serves it".into(),
+                    )),
+                    Err(n) if n.is_transient() => Err(n.into()),
+                    Err(n) => Ok(Absence::Unknown(n.to_string())),
+                }
+            }
             Err(e) if e.name() == Some("RecordNotFound") => Ok(Absence::Deleted),
+            // The author's server rate-limits the bot: that post waits for the next round;
+            // the bot's own limits are not touched, and no other answer waits with it.
+            Err(e) if e.is_transient() && asked_the_author => Err(PlatformError::Transient(e.to_string())),
             Err(e) if e.is_transient() => Err(e.into()),
             // RepoDeactivated, RepoTakendown, RepoNotFound, …: the post may come back.
             Err(e) => Ok(Absence::Unknown(e.to_string())),
@@ -54,6 +79,10 @@ impl Bluesky {
             .await
             .map_err(|e| e.to_string())?;
         let pds = pds_endpoint(did, &doc).ok_or("its DID document names no PDS")?;
+        #[cfg(test)]
+        if self.loopback_pds {
+            return Ok(pds);
+        }
         if same_origin(&pds, self.xrpc.service()) {
             Ok(pds)
         } else if public_https(&pds) {
@@ -189,6 +218,7 @@ mod tests {
             refs: Arc::default(),
             appview: true,
             plc_directory: plc.into(),
+            loopback_pds: false,
         }
     }
 
@@ -212,6 +242,38 @@ mod tests {
             seen.iter().filter(|(p, _)| p == "/did:plc:author").count(),
             3,
             "{seen:?}"
+        );
+    }
+
+    /// A self-hosted PDS that answers `RecordNotFound` to the bot alone decides nothing: the
+    /// network (the bot's own PDS, forwarding to the AppView) still serves the post, so the
+    /// answer stays. Gone from both, it is deleted.
+    #[tokio::test]
+    async fn the_authors_own_server_alone_does_not_decide_a_deletion() {
+        let (author, _) = peer().await;
+        // The network: the post the author's server denies is there; the deleted one is not.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let network = format!("http://{}", listener.local_addr().unwrap());
+        let app = axum::Router::new().fallback(|uri: Uri| async move {
+            let path = uri.path_and_query().map(|p| p.to_string()).unwrap_or_default();
+            if path.contains("rkey=deleted-but-up") {
+                let record = json!({"uri": "at://did:plc:author/app.bsky.feed.post/deleted-but-up", "cid": "bafy",
+                    "value": {"$type": "app.bsky.feed.post", "text": "x", "createdAt": "2026-12-01T00:00:00Z"}});
+                record.to_string().into_response()
+            } else {
+                let body = json!({"error": "RecordNotFound", "message": "scripted"}).to_string();
+                (StatusCode::BAD_REQUEST, body).into_response()
+            }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let mut b = bluesky(&network, &author);
+        b.loopback_pds = true;
+        let at = |rkey: &str| format!("at://did:plc:author/app.bsky.feed.post/{rkey}");
+        assert_eq!(b.confirm_deleted(&at("deleted")).await.unwrap(), Absence::Deleted);
+        let denied = b.confirm_deleted(&at("deleted-but-up")).await.unwrap();
+        assert!(
+            matches!(&denied, Absence::Unknown(why) if why.contains("network still serves")),
+            "{denied:?}"
         );
     }
 

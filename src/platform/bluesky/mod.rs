@@ -55,6 +55,9 @@ pub struct Bluesky {
     /// Where `did:plc` identities are resolved (`bluesky.plc_directory`): an author's DID
     /// document names the PDS that holds their posts ([`absence`]).
     plc_directory: String,
+    /// Tests only: an author's PDS on loopback is asked (the real rule asks public hosts only).
+    #[cfg(test)]
+    loopback_pds: bool,
 }
 
 /// What listens for mentions: notifications (through the AppView) or the PDS's firehose.
@@ -129,6 +132,8 @@ impl Bluesky {
             refs: Arc::default(),
             appview: config.mode == BlueskyMode::Notifications,
             plc_directory: config.plc_directory.clone(),
+            #[cfg(test)]
+            loopback_pds: false,
         };
         if config.set_bot_label {
             if let Err(e) = me.label_as_bot().await {
