@@ -14,7 +14,9 @@
 //! replaying process (a child holding what the daemon holds for this: the English model, the
 //! matcher and its warmed vectors); beside it, in the same run, today's one-post-at-a-time path
 //! (`Matcher::find` on every post, as a mention's match step runs) on the first 1,000 posts.
-//! The scan's SIMD kernel is printed too. The stance of each match is in the path: the shipped
+//! The CPU, its instruction sets and the scan's SIMD kernel are printed too, and where each
+//! batch's time went (`watch::cheap::Phases`: the cheap tests, each model's embedding runs, the
+//! scan, the stance), and what became of the posts that repeat a checked claim. The stance of each match is in the path: the shipped
 //! stance model (`crate::stance`: the multilingual model embeds the matched posts and their
 //! claims, one run a batch; loaded as `musebot models install` sets it), and beside it, in the
 //! same run, the word rules alone as the watch decided before the model (no multilingual model
@@ -176,13 +178,14 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         .enable_all()
         .build()
         .unwrap();
-    let (times, fates, secs) = runtime.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<(Instant, Seen)>(config.batch * musebot::watch::QUEUE_BATCHES);
+    let (times, fates, secs, phases, repeat_fates) = runtime.block_on(async {
+        let (tx, mut rx) =
+            tokio::sync::mpsc::channel::<((Instant, bool), Seen)>(config.batch * musebot::watch::QUEUE_BATCHES);
         let producer = {
             let posts = posts.clone();
             tokio::spawn(async move {
-                for (i, (text, lang, _)) in posts.iter().enumerate() {
-                    if tx.send((Instant::now(), seen(i, text, lang))).await.is_err() {
+                for (i, (text, lang, repeat)) in posts.iter().enumerate() {
+                    if tx.send(((Instant::now(), *repeat), seen(i, text, lang))).await.is_err() {
                         return;
                     }
                 }
@@ -191,6 +194,8 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         let started = Instant::now();
         let mut times = Vec::with_capacity(posts.len());
         let mut fates: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut repeat_fates: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut phases = musebot::watch::cheap::Phases::default();
         let linger = std::time::Duration::from_millis(config.linger_ms);
         // The daemon's loop (`Watch::run`) around the cheap path.
         while let Some(first) = rx.recv().await {
@@ -202,27 +207,33 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
                     p = rx.recv() => match p { Some(p) => batch.push(p), None => break },
                 }
             }
-            let (m, c) = (matcher.clone(), config.clone());
-            let (arrived, batch): (Vec<Instant>, Vec<Seen>) = batch.into_iter().unzip();
-            let decided = tokio::task::spawn_blocking(move || {
-                musebot::watch::cheap::decide(&m, &c, &batch, chrono::Utc::now()).unwrap()
+            let (m, c, mut p) = (matcher.clone(), config.clone(), std::mem::take(&mut phases));
+            let (arrived, batch): (Vec<(Instant, bool)>, Vec<Seen>) = batch.into_iter().unzip();
+            let (decided, p) = tokio::task::spawn_blocking(move || {
+                let d = musebot::watch::cheap::decide_timed(&m, &c, &batch, chrono::Utc::now(), &mut p).unwrap();
+                (d, p)
             })
             .await
             .unwrap();
+            phases = p;
             let now = Instant::now();
-            for (at, fate) in arrived.iter().zip(&decided) {
+            for ((at, repeat), fate) in arrived.iter().zip(&decided) {
                 times.push((now - *at).as_secs_f64() * 1000.0);
                 *fates.entry(fate.as_str()).or_default() += 1;
+                if *repeat {
+                    *repeat_fates.entry(fate.as_str()).or_default() += 1;
+                }
             }
         }
         producer.await.unwrap();
-        (times, fates, started.elapsed().as_secs_f64())
+        (times, fates, started.elapsed().as_secs_f64(), phases, repeat_fates)
     });
     let how = if with_model {
         "stance model, shipped"
     } else {
         "word rules only, as before the stance model"
     };
+    println!("watch ({how}): cpu {}", common::cpu());
     println!(
         "watch ({how}): {:.0} posts/s sustained, post-to-decision {}, peak RSS {:.0} MB ({} posts, {repeats} repeating a checked claim; {held} fact-check vectors; batch {}, linger {} ms; kernel {})",
         posts.len() as f64 / secs,
@@ -234,6 +245,37 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         musebot::claims::vectors::kernel()
     );
     println!("watch ({how}): fates {fates:?}");
+    let n = |k: &str| repeat_fates.get(k).copied().unwrap_or(0);
+    println!(
+        "watch repeats ({how}): {} of {repeats} decided \"same claim\", {} labelled; dropped by language {}, length {}, words {}, no match {}, stance {}",
+        n("asserts") + n("not_asserted"),
+        n("asserts"),
+        n("language"),
+        n("length"),
+        n("words"),
+        n("no_match"),
+        n("not_asserted"),
+    );
+    let phase = |name: &str, (took, posts): (std::time::Duration, usize)| {
+        let ms = took.as_secs_f64() * 1000.0;
+        format!(
+            "{name} {:.1} ms/batch, {:.2} ms/post ({posts} posts)",
+            ms / phases.batches.max(1) as f64,
+            ms / posts.max(1) as f64
+        )
+    };
+    println!(
+        "watch phases ({how}, {} batches): {}; {}; {}; {}; {}",
+        phases.batches,
+        phase("cheap tests (language, length, words)", phases.cheap),
+        phase("embedding, English model (tokenising included)", phases.embed_english),
+        phase("embedding, multilingual model", phases.embed_multilingual),
+        phase("scan", phases.scan),
+        phase(
+            "stance (multilingual embedding of matches and claims, head)",
+            phases.stance
+        ),
+    );
     if !with_model {
         return;
     }

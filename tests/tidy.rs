@@ -324,3 +324,81 @@ fn the_shipped_alerts_name_metrics_the_daemon_exports() {
         );
     }
 }
+
+/// The layer of each room (a top-level file or folder of `src/`), lowest first, as
+/// ARCHITECTURE.md's code map states them.
+const LAYERS: &[(&str, u8)] = &[
+    ("model", 1),
+    ("secret", 2),
+    ("pins", 2),
+    ("retry", 2),
+    ("metrics", 2),
+    ("prompts", 2),
+    ("lang", 2),
+    ("words", 2),
+    ("extract", 2),
+    ("image", 2),
+    ("fetch", 2),
+    ("credibility", 2),
+    ("relevance", 2),
+    ("stance", 2),
+    ("body", 2),
+    ("store", 3),
+    ("index", 3),
+    ("claims", 3),
+    ("search", 3),
+    ("config", 4),
+    ("llm", 5),
+    ("compose", 5),
+    ("telemetry", 5),
+    ("moderation", 6),
+    ("intake", 7),
+    ("pipeline", 8),
+    ("platform", 8),
+    ("webhook", 8),
+    ("worker", 9),
+    ("watch", 9),
+    ("living", 9),
+    ("labeler", 9),
+    ("check", 9),
+    ("eval", 9),
+    ("models", 9),
+    ("daemon", 9),
+    ("http", 9),
+    ("admin", 9),
+    ("inspect", 9),
+    ("cli", 9),
+    ("cli_state", 9),
+    ("lib", 10),
+    ("main", 10),
+    ("proptests", 10),
+];
+
+/// A file imports only from its own room, its own layer or below; every room has a layer.
+/// (Test files — `*tests*.rs` — may reach any room.)
+#[test]
+fn every_import_goes_to_the_same_layer_or_below() {
+    let room = |rel: &str| rel.split('/').next().unwrap().trim_end_matches(".rs").to_string();
+    let layer = |r: &str| LAYERS.iter().find(|(n, _)| *n == r).map(|(_, l)| *l);
+    let mut offences = Vec::new();
+    for (file, targets) in import_graph() {
+        if file.rsplit('/').next().is_some_and(|name| name.contains("tests")) {
+            continue;
+        }
+        let (from, Some(up)) = (room(&file), layer(&room(&file))) else {
+            offences.push(format!("{file}: its room has no layer"));
+            continue;
+        };
+        for t in targets {
+            let to = room(&t);
+            match layer(&to) {
+                Some(l) if to == from || l <= up => {}
+                Some(l) => offences.push(format!("{file} (layer {up}) imports {t} (layer {l})")),
+                None => offences.push(format!("{t}: its room has no layer")),
+            }
+        }
+    }
+    offences.sort();
+    offences.dedup();
+    assert!(offences.is_empty(), "{offences:#?}");
+}

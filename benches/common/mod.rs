@@ -193,3 +193,29 @@ pub fn peak_rss_mb() -> f64 {
         })
         .map_or(0.0, |kb| kb / 1024.0)
 }
+
+/// The CPU this bench ran on and the instruction sets that decide which SIMD paths run: the
+/// scan's kernel (printed beside it) and ONNX Runtime's int8 kernels (MLAS picks AVX-512 VNNI,
+/// AVX-VNNI or AVX2 by these flags), from `/proc/cpuinfo`.
+pub fn cpu() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let flags: Vec<&str> = info
+        .lines()
+        .find_map(|l| l.strip_prefix("flags"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    let has = |f: &str| if flags.contains(&f) { "yes" } else { "no" };
+    format!(
+        "{model}; {} cores; avx2 {}, avx512f {}, avx512_vnni {}, avx_vnni {} (ONNX Runtime's int8 kernels follow these)",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        has("avx2"),
+        has("avx512f"),
+        has("avx512_vnni"),
+        has("avx_vnni")
+    )
+}

@@ -358,35 +358,55 @@ impl Matcher {
 
     /// For each of `texts` (posts of one `space`, cleaned by [`clean_post`]): the review whose
     /// claim is the post's (`same_claim`: the cosine at or above the space's threshold), with
-    /// that cosine. The texts are embedded in one call and scanned in one pass.
+    /// that cosine. The texts are embedded in one call ([`Matcher::embed_in`]) and scanned in
+    /// one pass ([`Matcher::best_of`]).
     pub fn same_claims(
         &self,
         searcher: &tantivy::Searcher,
         texts: &[String],
         space: Space,
     ) -> Result<Vec<Option<(f32, Entry)>>, CorpusError> {
+        match self.embed_in(space, texts)? {
+            Some(vectors) => self.best_of(searcher, &vectors, space),
+            None => Ok(vec![None; texts.len()]),
+        }
+    }
+
+    /// `texts` embedded by `space`'s model, one run; `None` without that model.
+    pub fn embed_in(&self, space: Space, texts: &[String]) -> Result<Option<Vec<Vec<f32>>>, CorpusError> {
         let model = match space {
             Space::English => &self.embedder,
             Space::Multilingual => &self.multilingual,
-            Space::WordsOnly => return Ok(vec![None; texts.len()]),
+            Space::WordsOnly => return Ok(None),
         };
         let Some(model) = model else {
-            return Ok(vec![None; texts.len()]);
+            return Ok(None);
         };
         if texts.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
-        let vectors = model
+        model
             .embed(texts)
-            .map_err(|e| CorpusError::Tantivy(tantivy::TantivyError::InternalError(e.to_string())))?;
+            .map(Some)
+            .map_err(|e| CorpusError::Tantivy(tantivy::TantivyError::InternalError(e.to_string())))
+    }
+
+    /// The same-claim decision for vectors already embedded in `space` (by
+    /// [`Matcher::same_claims`]; the watch's bench times the two apart).
+    pub fn best_of(
+        &self,
+        searcher: &tantivy::Searcher,
+        vectors: &[Vec<f32>],
+        space: Space,
+    ) -> Result<Vec<Option<(f32, Entry)>>, CorpusError> {
         let cache = match space {
             Space::Multilingual => &self.vectors_multi,
             _ => &self.vectors,
         };
         let threshold = self.threshold(space);
         let f = self.corpus.fields;
-        let mut out = Vec::with_capacity(texts.len());
-        for best in cache.best_many(searcher, &vectors)? {
+        let mut out = Vec::with_capacity(vectors.len());
+        for best in cache.best_many(searcher, vectors)? {
             let Some((cosine, address)) = best.filter(|(c, _)| *c >= threshold) else {
                 out.push(None);
                 continue;

@@ -3,8 +3,9 @@
 //! claims: a term dictionary lookup a word), then — only for what passed — one embedding run
 //! and one scan of the claims' vectors for the whole batch (`Matcher::same_claims`), then the
 //! stance of each post that matched (`crate::stance::decide_all`: one multilingual embedding
-//! run for the matches of the batch). A post is read up to `crate::stance::MAX_CHARS`. No LLM call, no request, no write:
-//! a pure function of the corpus and the posts, which the bench runs as the daemon does.
+//! run for the matches of the batch). A post is read up to `crate::stance::MAX_CHARS`. No LLM
+//! call, no request, no write: a pure function of the corpus and the posts, which the bench
+//! runs as the daemon does ([`decide_timed`] adds where the time went, by [`Phases`]).
 
 use crate::claims::matcher::{clean_post, Matcher, Space};
 use crate::claims::CorpusError;
@@ -43,6 +44,20 @@ impl Fate {
     }
 }
 
+/// Where a batch's time went, summed over the batches [`decide_timed`] saw, with how many
+/// posts each phase took: the cheap tests (cleaning, language, length, the words prefilter),
+/// the embedding runs of each model (tokenising included), the scan of the claims' vectors
+/// (and reading the matched reviews), and the stance of the matches.
+#[derive(Debug, Clone, Default)]
+pub struct Phases {
+    pub batches: usize,
+    pub cheap: (std::time::Duration, usize),
+    pub embed_english: (std::time::Duration, usize),
+    pub embed_multilingual: (std::time::Duration, usize),
+    pub scan: (std::time::Duration, usize),
+    pub stance: (std::time::Duration, usize),
+}
+
 /// The fate of each of `posts`, in order (CPU-bound: call from a blocking thread).
 pub fn decide(
     matcher: &Matcher,
@@ -50,6 +65,23 @@ pub fn decide(
     posts: &[Seen],
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<Fate>, CorpusError> {
+    decide_timed(matcher, config, posts, now, &mut Phases::default())
+}
+
+/// [`decide`], adding to `phases` where the time went.
+pub fn decide_timed(
+    matcher: &Matcher,
+    config: &WatchConfig,
+    posts: &[Seen],
+    now: chrono::DateTime<chrono::Utc>,
+    phases: &mut Phases,
+) -> Result<Vec<Fate>, CorpusError> {
+    let add = |phase: &mut (std::time::Duration, usize), since: std::time::Instant, n: usize| {
+        phase.0 += since.elapsed();
+        phase.1 += n;
+    };
+    phases.batches += 1;
+    let started = std::time::Instant::now();
     let searcher = matcher.searcher();
     let mut fates: Vec<Option<Fate>> = vec![None; posts.len()];
     // The posts left for the vectors, by space: (index, cleaned text).
@@ -85,6 +117,7 @@ pub fn decide(
             Space::WordsOnly => fates[i] = Some(Fate::NoMatch),
         }
     }
+    add(&mut phases.cheap, started, posts.len());
     // The matches of the batch, their stances decided together: (index, review).
     let mut matched: Vec<(usize, crate::claims::Entry)> = Vec::new();
     for (space, group) in [(Space::English, english), (Space::Multilingual, multilingual)] {
@@ -92,7 +125,19 @@ pub fn decide(
             continue;
         }
         let texts: Vec<String> = group.iter().map(|(_, t)| t.clone()).collect();
-        let found = matcher.same_claims(&searcher, &texts, space)?;
+        let embedding = std::time::Instant::now();
+        let vectors = matcher.embed_in(space, &texts)?;
+        let phase = match space {
+            Space::Multilingual => &mut phases.embed_multilingual,
+            _ => &mut phases.embed_english,
+        };
+        add(phase, embedding, texts.len());
+        let scanning = std::time::Instant::now();
+        let found = match vectors {
+            Some(v) => matcher.best_of(&searcher, &v, space)?,
+            None => vec![None; texts.len()],
+        };
+        add(&mut phases.scan, scanning, texts.len());
         let bar = matcher.threshold(space) + config.same_claim_margin;
         for ((i, _), best) in group.into_iter().zip(found) {
             match best.filter(|(cosine, _)| *cosine >= bar) {
@@ -108,7 +153,9 @@ pub fn decide(
         .iter()
         .map(|(i, e)| (posts[*i].text.as_str(), e.review.claim.as_str()))
         .collect();
+    let deciding = std::time::Instant::now();
     let stances = crate::stance::decide_all(matcher.multilingual().map(|m| m.as_ref()), &pairs);
+    add(&mut phases.stance, deciding, pairs.len());
     for (((i, entry), stance), cosine) in matched.into_iter().zip(stances).zip(entry_cosines) {
         fates[i] = Some(if stance.asserts() {
             Fate::Asserts {
