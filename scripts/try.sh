@@ -8,7 +8,10 @@
 # (`musebot index import scripts/sandbox-web/fact-checks.json`), runs the daemon with the Muse pipeline (queries, search in the
 # index, pages, relevance, evidence, a reply with references), posts a dubious claim as @alice
 # and a mention of @musebot under it as @bob, then prints the thread with the bot's reply.
-# Everything listens on 127.0.0.1 and stops when the script ends.
+# Everything listens on 127.0.0.1 and stops when the script ends. It waits three minutes for
+# the reply, and on while the daemon is still at work (its log growing), 15 minutes at most;
+# with no reply, the work folder (the daemon's log, config and state) is kept and its path and
+# the log's last lines are printed.
 #
 #   scripts/try.sh ["claim"]             on a local Mastodon (mastodon-mock)
 #   scripts/try.sh --bluesky ["claim"]   on a local Bluesky: the reference PDS + AppView
@@ -51,13 +54,33 @@ BIN="$CARGO_TARGET_DIR/debug/musebot"
 WORK=$(mktemp -d)
 pids=()
 NET_PID=""
+KEEP=0 # 1: the run failed; its work folder (the daemon's log, config, state) is kept
 cleanup() {
     # The Bluesky network stops on SIGTERM and drops its database schemas.
     [[ -n "$NET_PID" ]] && { kill -TERM "$NET_PID" && wait "$NET_PID"; } 2>/dev/null
     for p in "${pids[@]}"; do { kill -9 "$p" && wait "$p"; } 2>/dev/null || true; done
-    rm -rf "$WORK"
+    if [[ $KEEP == 1 ]]; then
+        echo "== the work folder is kept for a look: $WORK (daemon log: $WORK/daemon.log)" >&2
+    else
+        rm -rf "$WORK"
+    fi
 }
 trap cleanup EXIT
+
+# No reply yet: the work folder is kept, and the daemon log's last lines shown.
+gave_up() {
+    KEEP=1
+    echo "== no reply from the bot; the daemon log's last lines ($WORK/daemon.log):" >&2
+    tail -n 20 "$WORK/daemon.log" >&2 || true
+}
+
+# Whether the daemon is still at work on the request: running, and its log written in the
+# last 60 s (each stage logs as it ends). The first run of a new claim on two busy cores and
+# the local model can take minutes.
+working() {
+    kill -0 "$DAEMON_PID" 2>/dev/null || return 1
+    [[ -n $(find "$WORK/daemon.log" -newermt '-60 seconds' 2>/dev/null) ]]
+}
 
 free_port() { "$MUSEBOT_PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 MOCK_PORT=$(free_port); LLM_PORT=$(free_port); HEALTH_PORT=$(free_port); WEB_PORT=$(free_port)
@@ -214,7 +237,8 @@ if [[ $LABELER == 1 ]]; then
 fi
 echo "== starting the musebot daemon (log: $WORK/daemon.log)" >&2
 MUSEBOT_MASTODON_TOKEN=try-musebot "$BIN" run --config "$WORK/bot-config.toml" >"$WORK/daemon.log" 2>&1 &
-pids+=($!)
+DAEMON_PID=$!
+pids+=($DAEMON_PID)
 for _ in $(seq 1 100); do
     curl -fs "http://127.0.0.1:$HEALTH_PORT/healthz" >/dev/null 2>&1 && break
     sleep 0.3
@@ -227,7 +251,19 @@ if [[ $PLATFORM == bluesky ]]; then
     for _ in $(seq 1 100); do grep -q "starting from now" "$WORK/daemon.log" && break; sleep 0.3; done
     MENTION=$("$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py ask "$PDS" "$WORK/accounts.json" "$CLAIM")
     echo "== @alice.test posted a claim, @bob.test asked @$BOT_HANDLE; waiting for the reply…" >&2
-    "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py thread "$PDS" "$WORK/accounts.json" "$MENTION" 180
+    # Three minutes, then on while the daemon is still at work (up to 15 minutes in all).
+    waited=0
+    until "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py thread "$PDS" "$WORK/accounts.json" "$MENTION" 180 \
+        >"$WORK/thread.txt"; do
+        waited=$((waited + 180))
+        if [[ $waited -ge 900 ]] || ! working; then
+            cat "$WORK/thread.txt"
+            gave_up
+            exit 1
+        fi
+        echo "== still working: $(grep -E 'stage|step' "$WORK/daemon.log" | tail -n 1 | cut -c1-160)" >&2
+    done
+    cat "$WORK/thread.txt"
     if [[ $LABELER == 1 ]]; then
         "$MUSEBOT_PYTHON" scripts/bluesky_sandbox.py labels "$APPVIEW" "$WORK/accounts.json" "$MENTION" 30 \
             "http://127.0.0.1:$EVIDENCE_PORT/labels" || true
@@ -248,16 +284,22 @@ TARGET=$(post try-alice "$CLAIM" | id_of)
 post try-bob "@musebot is this true?" "$TARGET" >/dev/null
 echo "== @alice posted a claim, @bob asked @musebot; waiting for the reply…" >&2
 
-for _ in $(seq 1 180); do
+# Three minutes, then on while the daemon is still at work (up to 15 minutes in all), saying
+# what it is at every 30 s.
+for i in $(seq 1 900); do
     n=$(curl -fsS "$MOCK/api/v1/statuses/$TARGET/context" | "$MUSEBOT_PYTHON" -c \
         'import json,sys; print(sum(1 for s in json.load(sys.stdin)["descendants"] if s["account"]["acct"]=="musebot"))')
     [[ "$n" -ge 1 ]] && break
+    if [[ $i -ge 180 ]] && ! working; then break; fi
+    if [[ $((i % 30)) == 0 ]]; then
+        echo "== still working (${i}s): $(grep -E 'stage|step' "$WORK/daemon.log" | tail -n 1 | cut -c1-160)" >&2
+    fi
     sleep 1
 done
 
 curl -fsS "$MOCK/api/v1/statuses/$TARGET" >"$WORK/target.json"
 curl -fsS "$MOCK/api/v1/statuses/$TARGET/context" >"$WORK/context.json"
-"$MUSEBOT_PYTHON" - "$WORK/target.json" "$WORK/context.json" <<'PY'
+if "$MUSEBOT_PYTHON" - "$WORK/target.json" "$WORK/context.json" <<'PY'
 import html, json, re, sys
 def text(s):
     t = re.sub(r"<br\s*/?>", "\n", s["content"]); t = re.sub(r"</p>", "\n", t)
@@ -269,7 +311,8 @@ for s in ctx["descendants"]:
     who = s["account"]["acct"]
     print(f"  └ @{who} ({s['visibility']}, reply to {s['in_reply_to_id']}): {text(s)}")
 if not any(s["account"]["acct"] == "musebot" for s in ctx["descendants"]):
-    print("no reply from @musebot yet — see the daemon log"); sys.exit(1)
+    print("no reply from @musebot yet"); sys.exit(1)
 PY
+then :; else gave_up; exit 1; fi
 echo >&2
 grep -E "reply posted|ERROR|WARN" "$WORK/daemon.log" | tail -5 >&2 || true
