@@ -94,10 +94,76 @@ fn lanes<const N: usize>(query: &[f32], stored: &[i8], scale: f32) -> f32 {
     (lanes.iter().sum::<f32>() + rest) * scale
 }
 
+/// One stored vector met by a batch of queries: its components widened to f32 once (into
+/// `row`), then a plain f32 dot with each query, into `scores` (`NaN` for a query of other
+/// dimensions). Each product and the order of the sums are [`lanes`]'s, so each score is
+/// exactly what [`dot`] gives; the widening is paid once a row instead of once a query.
+#[inline(always)]
+fn many<const N: usize>(queries: &[Vec<f32>], stored: &[i8], scale: f32, row: &mut [f32], scores: &mut [f32]) {
+    for (r, s) in row.iter_mut().zip(stored) {
+        *r = f32::from(*s);
+    }
+    for (q, out) in queries.iter().zip(scores.iter_mut()) {
+        if q.len() != row.len() {
+            *out = f32::NAN;
+            continue;
+        }
+        let mut lanes = [0f32; N];
+        let (q_chunks, r_chunks) = (q.chunks_exact(N), row.chunks_exact(N));
+        let (q_rest, r_rest) = (q_chunks.remainder(), r_chunks.remainder());
+        for (a, b) in q_chunks.zip(r_chunks) {
+            for j in 0..N {
+                lanes[j] += a[j] * b[j];
+            }
+        }
+        let rest: f32 = q_rest.iter().zip(r_rest).map(|(a, b)| a * b).sum();
+        *out = (lanes.iter().sum::<f32>() + rest) * scale;
+    }
+}
+
+type ManyKernel = fn(&[Vec<f32>], &[i8], f32, &mut [f32], &mut [f32]);
+
+fn portable_many(queries: &[Vec<f32>], stored: &[i8], scale: f32, row: &mut [f32], scores: &mut [f32]) {
+    many::<16>(queries, stored, scale, row, scores)
+}
+
+/// [`many`] through the kernel [`kernel`] names.
+fn dot_many(queries: &[Vec<f32>], stored: &[i8], scale: f32, row: &mut [f32], scores: &mut [f32]) {
+    static CHOSEN: std::sync::OnceLock<ManyKernel> = std::sync::OnceLock::new();
+    let k = CHOSEN.get_or_init(|| match kernel() {
+        #[cfg(target_arch = "x86_64")]
+        "avx512" => x86::avx512_many as ManyKernel,
+        #[cfg(target_arch = "x86_64")]
+        "avx2" => x86::avx2_many as ManyKernel,
+        _ => portable_many as ManyKernel,
+    });
+    k(queries, stored, scale, row, scores)
+}
+
 /// The wider kernels, compiled for their instruction sets and chosen only where the CPU has
 /// them (runtime detection), so one binary runs everywhere and fast where it can.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    #[target_feature(enable = "avx2,fma")]
+    fn avx2_many_body(q: &[Vec<f32>], s: &[i8], scale: f32, row: &mut [f32], out: &mut [f32]) {
+        super::many::<32>(q, s, scale, row, out)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn avx512_many_body(q: &[Vec<f32>], s: &[i8], scale: f32, row: &mut [f32], out: &mut [f32]) {
+        super::many::<64>(q, s, scale, row, out)
+    }
+
+    pub fn avx2_many(q: &[Vec<f32>], s: &[i8], scale: f32, row: &mut [f32], out: &mut [f32]) {
+        // SAFETY: chosen only after `is_x86_feature_detected!` found AVX2 and FMA.
+        unsafe { avx2_many_body(q, s, scale, row, out) }
+    }
+
+    pub fn avx512_many(q: &[Vec<f32>], s: &[i8], scale: f32, row: &mut [f32], out: &mut [f32]) {
+        // SAFETY: chosen only after `is_x86_feature_detected!` found AVX-512F and BW.
+        unsafe { avx512_many_body(q, s, scale, row, out) }
+    }
+
     #[target_feature(enable = "avx2,fma")]
     fn avx2_body(query: &[f32], stored: &[i8], scale: f32) -> f32 {
         super::lanes::<32>(query, stored, scale)
@@ -118,6 +184,9 @@ mod x86 {
         unsafe { avx512_body(query, stored, scale) }
     }
 }
+
+/// The most threads one batched scan uses.
+pub const SCAN_THREADS: usize = 4;
 
 /// One segment's vectors: `dims` components and a scale per document that has one.
 struct SegmentVectors {
@@ -226,28 +295,71 @@ impl VectorCache {
     }
 
     /// The best live document for each of `queries` (its dot product), scanning every stored
-    /// vector once for all of them: a stored vector is read from memory once and met by each
-    /// query while it is in cache, so a batch costs little more memory traffic than one query.
+    /// vector once for all of them: a stored vector is read from memory once, widened once,
+    /// and met by each query while it is in cache ([`many`]). A batch is split into contiguous
+    /// runs of stored vectors over the machine's cores (at most [`SCAN_THREADS`]); ties go to
+    /// the earlier document, as one pass in order would give them.
     pub fn best_many(
         &self,
         searcher: &Searcher,
         queries: &[Vec<f32>],
     ) -> tantivy::Result<Vec<Option<(f32, DocAddress)>>> {
         let mut best: Vec<Option<(f32, DocAddress)>> = vec![None; queries.len()];
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, SCAN_THREADS);
         for (ord, reader) in searcher.segment_readers().iter().enumerate() {
             let s = self.segment(searcher, ord)?;
             let alive = reader.alive_bitset();
-            for (i, doc) in s.docs.iter().enumerate() {
-                let stored = &s.data[i * s.dims..(i + 1) * s.dims];
-                for (q, slot) in queries.iter().zip(best.iter_mut()) {
-                    if q.len() != s.dims {
+            let n = s.docs.len();
+            // One thread for a small segment or a single query: not worth a spawn.
+            let parts = if n < 4096 || queries.len() < 2 { 1 } else { threads };
+            let run = |from: usize, to: usize| -> Vec<Option<(f32, u32)>> {
+                let mut local: Vec<Option<(f32, u32)>> = vec![None; queries.len()];
+                let (mut row, mut scores) = (vec![0f32; s.dims], vec![0f32; queries.len()]);
+                for i in from..to {
+                    let doc = s.docs[i];
+                    if alive.is_some_and(|a| !a.is_alive(doc)) {
                         continue;
                     }
-                    let score = dot(q, stored, s.scales[i]);
-                    if slot.is_some_and(|(b, _)| score <= b) || alive.is_some_and(|a| !a.is_alive(*doc)) {
-                        continue;
+                    dot_many(
+                        queries,
+                        &s.data[i * s.dims..(i + 1) * s.dims],
+                        s.scales[i],
+                        &mut row,
+                        &mut scores,
+                    );
+                    for (score, slot) in scores.iter().zip(local.iter_mut()) {
+                        if !score.is_nan() && slot.is_none_or(|(b, _)| *score > b) {
+                            *slot = Some((*score, doc));
+                        }
                     }
-                    *slot = Some((score, DocAddress::new(ord as u32, *doc)));
+                }
+                local
+            };
+            let chunk = n.div_ceil(parts.max(1)).max(1);
+            let results: Vec<Vec<Option<(f32, u32)>>> = if parts == 1 {
+                vec![run(0, n)]
+            } else {
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = (0..parts)
+                        .map(|p| (p * chunk, ((p + 1) * chunk).min(n)))
+                        .map(|(from, to)| scope.spawn(move || run(from, to)))
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().expect("a scan thread panicked"))
+                        .collect()
+                })
+            };
+            // In document order: a later run replaces only a strictly better score.
+            for local in results {
+                for (found, slot) in local.into_iter().zip(best.iter_mut()) {
+                    if let Some((score, doc)) = found {
+                        if slot.is_none_or(|(b, _)| score > b) {
+                            *slot = Some((score, DocAddress::new(ord as u32, doc)));
+                        }
+                    }
                 }
             }
         }
@@ -292,6 +404,28 @@ mod tests {
                     "{name} ({}), {dims}: {plain} vs {got}",
                     kernel()
                 );
+            }
+        }
+    }
+
+    /// A row met by a batch gives each query exactly the score [`dot`] gives it alone (the
+    /// same products, summed in the same order), and `NaN` for a query of other dimensions.
+    #[test]
+    fn a_batch_scores_each_query_exactly_as_one_query_alone() {
+        for dims in [5, 384, 385, 512] {
+            let s: Vec<i8> = (0..dims).map(|i| ((i * 13 % 255) as i32 - 127) as i8).collect();
+            let mut queries: Vec<Vec<f32>> = (0..7)
+                .map(|k| (0..dims).map(|i| (((i + k) * 31 % 17) as f32 - 8.0) / 10.0).collect())
+                .collect();
+            queries.push(vec![0.5; dims + 1]);
+            let (mut row, mut scores) = (vec![0f32; dims], vec![0f32; queries.len()]);
+            dot_many(&queries, &s, 0.25, &mut row, &mut scores);
+            for (q, got) in queries.iter().zip(&scores) {
+                if q.len() != dims {
+                    assert!(got.is_nan());
+                    continue;
+                }
+                assert_eq!(got.to_bits(), dot(q, &s, 0.25).to_bits(), "{dims} ({})", kernel());
             }
         }
     }
