@@ -857,3 +857,64 @@ fn the_command_line_reference_matches_the_parser() {
         "cli.md documents commands the parser does not know: {stale:?}"
     );
 }
+
+/// Runtime troubleshooting names every message the daemon logs at WARN or ERROR: each
+/// `tracing::warn!`/`tracing::error!` message in `src/` (outside tests) is quoted in
+/// `troubleshooting.md`, so an operator who searches the page for a log line finds it.
+#[test]
+fn every_warning_the_daemon_logs_is_in_troubleshooting() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/src/troubleshooting.md")).unwrap();
+    let mut files = Vec::new();
+    let mut stack = vec![root.join("src")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && !p.to_string_lossy().contains("tests") {
+                files.push(p);
+            }
+        }
+    }
+    let mut missing = BTreeSet::new();
+    let mut seen = 0;
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for mac in ["tracing::warn!(", "tracing::error!("] {
+            for (at, _) in code.match_indices(mac) {
+                // The call's text up to its closing parenthesis (messages hold none).
+                let mut depth = 0;
+                let call: String = code[at + mac.len() - 1..]
+                    .chars()
+                    .take_while(|c| {
+                        match c {
+                            '(' => depth += 1,
+                            ')' => depth -= 1,
+                            _ => {}
+                        }
+                        depth > 0
+                    })
+                    .collect();
+                // The message is the call's last string literal.
+                let Some(end) = call.rfind('"') else { continue };
+                let Some(start) = call[..end].rfind('"') else { continue };
+                let message = &call[start + 1..end];
+                if message.is_empty() || message.contains('{') {
+                    continue;
+                }
+                seen += 1;
+                if !page.contains(message) {
+                    missing.insert(format!("{}: {message}", f.strip_prefix(root).unwrap().display()));
+                }
+            }
+        }
+    }
+    assert!(seen > 50, "{seen} messages found");
+    assert!(
+        missing.is_empty(),
+        "not in troubleshooting.md:\n{}",
+        missing.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
