@@ -141,6 +141,19 @@ impl Follower {
                     tracing::info!(job = %kept.job_id, "the checked post is visible to the bot again; followed again");
                     self.store.update_kept(&kept.job_id, |k| k.hidden = None)?;
                     round.visible += 1;
+                    // The timers that fell due while it was hidden were dropped: an answer
+                    // that could not tell is re-checked once now instead.
+                    let could_not_tell = kept.outcome == "insufficient"
+                        || kept.verdict.is_none_or(|v| v == crate::model::Verdict::Unverifiable);
+                    if could_not_tell {
+                        super::recheck_now(
+                            &self.store,
+                            &self.config,
+                            &kept.job_id,
+                            RecheckWhy::Scheduled,
+                            super::Asker::Moderator,
+                        )?;
+                    }
                 }
                 let mut gone = match seen {
                     Ok(post) => {
