@@ -1,10 +1,13 @@
-//! Intake: turns a source's [`Event`] into a persisted job (exactly once per event id), reads a
+//! Intake: turns a source's [`Event`] into a persisted job (exactly once per event id; a
+//! report job that ended on its reporter before the post was read is taken over by another
+//! reporter's report of the post, [`crate::model::Job::reopened_by`]), reads a
 //! mention that is exactly a command as one ([`Command::parse`]), applies the skip rules that
 //! need no further request (own posts, bots, `#nobot` requesters, and [`Moderation::triage`]:
 //! commands from non-moderators, blocked and opted-out authors, a hashtag's policy), then
 //! hands the job id to the workers (the quota is charged by the resolve stage, only for jobs
-//! that will be answered) through bounded queues: mentions and commands ahead of hashtag hits. A full queue drops nothing: the job is already in
-//! the store and the dispatcher's sweep picks it up. Intake is the only mover of cursors:
+//! that will be answered) through bounded queues: mentions and commands ahead of hashtag hits.
+//! A full queue drops nothing: the job is already in the store and the dispatcher's sweep picks
+//! it up. Intake is the only mover of cursors:
 //! sources report how far they read in each event and never touch the store.
 
 use std::sync::Arc;

@@ -305,9 +305,13 @@ impl VectorCache {
         queries: &[Vec<f32>],
     ) -> tantivy::Result<Vec<Option<(f32, DocAddress)>>> {
         let mut best: Vec<Option<(f32, DocAddress)>> = vec![None; queries.len()];
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, SCAN_THREADS);
+        // Read once: on Linux it reads the cgroup's quota files each call.
+        static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let threads = *THREADS.get_or_init(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(1, SCAN_THREADS)
+        });
         for (ord, reader) in searcher.segment_readers().iter().enumerate() {
             let s = self.segment(searcher, ord)?;
             let alive = reader.alive_bitset();

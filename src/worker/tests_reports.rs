@@ -47,6 +47,17 @@ fn report(report: &str, post: &str, reporter: &str) -> Trigger {
     }
 }
 
+/// Post `pid` by carol, public, repeating a checked claim.
+fn moon_post(b: &Bench, pid: &str) {
+    b.double.add_post(crate::model::Post::text_only(
+        pid,
+        "carol",
+        "The Moon is made of cheese.",
+        chrono::Utc::now(),
+        crate::model::Visibility::Public,
+    ));
+}
+
 fn notes(b: &Bench) -> Vec<(String, NoteItem)> {
     b.double.notes.lock().unwrap().clone()
 }
@@ -144,13 +155,7 @@ async fn reports_off_and_the_reporters_window_bound_what_reports_cost() {
     b.worker.limits.checks_per_requester_per_hour = 2;
     let mut reads = Vec::new();
     for (n, pid) in ["101", "102", "103"].iter().enumerate() {
-        b.double.add_post(crate::model::Post::text_only(
-            pid,
-            "carol",
-            "The Moon is made of cheese.",
-            chrono::Utc::now(),
-            crate::model::Visibility::Public,
-        ));
+        moon_post(&b, pid);
         let id = b.add(report(&n.to_string(), pid, "7"));
         b.run(&id).await;
         reads.push(b.double.count(Call::Resolve));
@@ -305,13 +310,7 @@ async fn a_post_skipped_for_its_first_reporter_is_checked_when_someone_else_repo
     reports(&mut b, ReportChannel::Note);
     b.worker.limits.checks_per_requester_per_hour = 1;
     for pid in ["100", "101"] {
-        b.double.add_post(crate::model::Post::text_only(
-            pid,
-            "carol",
-            "The Moon is made of cheese.",
-            chrono::Utc::now(),
-            crate::model::Visibility::Public,
-        ));
+        moon_post(&b, pid);
     }
     // The first reporter of post 100 opted out: the job is skipped at intake.
     let out = crate::model::OptOut {
@@ -365,13 +364,7 @@ async fn a_platform_moderators_reports_are_bounded_by_the_budget_not_the_strange
     b.worker.moderation = b.worker.moderation.clone().with_mastodon_ids(["77".to_string()]);
     b.worker.limits.checks_per_requester_per_hour = 1;
     for (n, pid) in ["101", "102", "103"].iter().enumerate() {
-        b.double.add_post(crate::model::Post::text_only(
-            pid,
-            "carol",
-            "The Moon is made of cheese.",
-            chrono::Utc::now(),
-            crate::model::Visibility::Public,
-        ));
+        moon_post(&b, pid);
         let id = b.add(report(&n.to_string(), pid, "77"));
         let job = b.run(&id).await;
         assert_eq!(
@@ -414,13 +407,7 @@ async fn a_remote_servers_reporters_share_one_window() {
     b.worker.limits.checks_per_requester_per_hour = 1;
     let mut fates = Vec::new();
     for (n, pid) in ["101", "102"].iter().enumerate() {
-        b.double.add_post(crate::model::Post::text_only(
-            pid,
-            "carol",
-            "The Moon is made of cheese.",
-            chrono::Utc::now(),
-            crate::model::Visibility::Public,
-        ));
+        moon_post(&b, pid);
         let mut t = report(&n.to_string(), pid, &format!("90{n}"));
         t.author.handle = format!("actor{n}@evil.example");
         let id = b.add(t);
@@ -442,13 +429,7 @@ async fn a_mention_is_served_beside_unasked_work_not_after_it() {
     let mut reported = Vec::new();
     for n in 0..6 {
         let pid = format!("20{n}");
-        b.double.add_post(crate::model::Post::text_only(
-            &pid,
-            "carol",
-            "The Moon is made of cheese.",
-            chrono::Utc::now(),
-            crate::model::Visibility::Public,
-        ));
+        moon_post(&b, &pid);
         reported.push(b.add(report(&n.to_string(), &pid, &format!("7{n}"))));
     }
     let mut m = Trigger::test_mention("m1");

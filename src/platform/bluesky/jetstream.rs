@@ -135,8 +135,13 @@ impl NetworkWatch {
             "network stream connected"
         );
         intake.metrics().set_connection(health, ConnState::Connected);
+        // The last event is recorded once a second at most: the firehose sends hundreds.
+        let mut said: Option<std::time::Instant> = None;
         while let Some(msg) = socket.next().await {
-            intake.metrics().heard(health);
+            if said.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                intake.metrics().heard(health);
+                said = Some(std::time::Instant::now());
+            }
             let posts = match msg.map_err(|e| anyhow::anyhow!("read: {e}"))? {
                 Message::Text(t) if matches!(self.stream, Stream::Jetstream(_)) => match jetstream_event(t.as_str()) {
                     Ok(seen) => seen.into_iter().collect(),

@@ -223,6 +223,19 @@ fn trigger(
 mod tests {
     use super::*;
 
+    /// A client of a server on loopback serving `app`, as the reader's peer.
+    async fn client_of(app: axum::Router) -> MastodonClient {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let config = crate::config::MastodonConfig {
+            base_url: format!("http://{addr}"),
+            max_retries: 0,
+            ..Default::default()
+        };
+        MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap()
+    }
+
     fn bot() -> BotIdentity {
         BotIdentity {
             account_id: "1".into(),
@@ -310,16 +323,9 @@ mod tests {
                 )
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        let config = crate::config::MastodonConfig {
-            base_url: format!("http://{addr}"),
-            max_retries: 0,
-            ..Default::default()
-        };
+        let client = client_of(app).await;
         let watch = ReportWatch {
-            client: MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap(),
+            client,
             bot: bot(),
             every: Duration::from_secs(3600),
             max_age: chrono::Duration::hours(24),
@@ -363,17 +369,10 @@ mod tests {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        let config = crate::config::MastodonConfig {
-            base_url: format!("http://{addr}"),
-            max_retries: 0,
-            ..Default::default()
-        };
+        let client = client_of(app).await;
         let wake: Arc<Notify> = Default::default();
         let watch = ReportWatch {
-            client: MastodonClient::new(&config, crate::secret::Secret::new("t")).unwrap(),
+            client,
             bot: bot(),
             every: Duration::from_secs(3600),
             max_age: chrono::Duration::hours(24),
