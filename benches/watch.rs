@@ -146,6 +146,14 @@ fn seen(i: usize, text: &str, lang: &Option<String>) -> Seen {
 /// The child: opens the corpus as the daemon does and replays the stream through the watch,
 /// the stance decided by the shipped model (`with_model`) or by the word rules alone.
 fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
+    // `MUSEBOT_BENCH_SCAN_KERNEL=avx2`: the AVX2 first pass on a machine that has AVX-512 too.
+    let forced = std::env::var("MUSEBOT_BENCH_SCAN_KERNEL").ok().filter(|k| {
+        let chosen = musebot::claims::prescan::choose(k);
+        if !chosen {
+            eprintln!("MUSEBOT_BENCH_SCAN_KERNEL={k}: this CPU has no such kernel");
+        }
+        chosen
+    });
     let sandbox = common::sandbox();
     let relevance = common::english(&sandbox);
     let embedder = Arc::new(Embedder::load(&relevance).unwrap());
@@ -235,13 +243,15 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
     };
     println!("watch ({how}): cpu {}", common::cpu());
     println!(
-        "watch ({how}): {:.0} posts/s sustained, post-to-decision {}, peak RSS {:.0} MB ({} posts, {repeats} repeating a checked claim; {held} fact-check vectors; batch {}, linger {} ms; kernel {})",
+        "watch ({how}): {:.0} posts/s sustained, post-to-decision {}, peak RSS {:.0} MB ({} posts, {repeats} repeating a checked claim; {held} fact-check vectors; batch {}, linger {} ms; scan kernels: first pass {}{}, exact {})",
         posts.len() as f64 / secs,
         common::p50_p99_ms(&times),
         common::peak_rss_mb(),
         posts.len(),
         config.batch,
         config.linger_ms,
+        musebot::claims::prescan::kernel(),
+        if forced.is_some() { " (changed: MUSEBOT_BENCH_SCAN_KERNEL)" } else { "" },
         musebot::claims::vectors::kernel()
     );
     println!("watch ({how}): fates {fates:?}");

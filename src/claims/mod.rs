@@ -13,6 +13,7 @@
 pub mod formats;
 pub mod import;
 pub mod matcher;
+pub mod prescan;
 pub mod vectors;
 
 use std::path::{Path, PathBuf};

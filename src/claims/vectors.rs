@@ -4,8 +4,10 @@
 //! under 0.005), a
 //! cache of each corpus segment's vectors (a segment never changes once written, so it is read
 //! from the doc store once; deleted reviews are left out through the segment's alive set at
-//! each scan), and the scan itself: the `k` best dot products, through the widest SIMD kernel
-//! the CPU has (AVX-512, AVX2, or the portable build's; detected at run time). A flat scan was measured enough
+//! each scan), and the scan itself: the `k` best dot products. A first pass in integers
+//! (`super::prescan`) keeps the rows that can be among them; the exact f32 dot scores those, through
+//! the widest SIMD kernel the CPU has (AVX-512, AVX2, or the portable build's; detected at run
+//! time), so the results are the exact scan's. A flat scan was measured enough
 //! at the corpus sizes the bot keeps (`cargo bench --bench claim_matching`), so no approximate
 //! index (HNSW) is built: it would add a dependency, a second structure to keep in step with
 //! tantivy's commits, and recall below 1.
@@ -16,6 +18,8 @@ use std::sync::{Arc, Mutex};
 use tantivy::index::SegmentId;
 use tantivy::schema::{Field, Value};
 use tantivy::{DocAddress, Searcher, TantivyDocument};
+
+use super::prescan::{self, Collector, Query};
 
 /// A unit vector as stored: the scale (its largest component's size / 127, f32 little
 /// endian), then each component / scale, rounded, as i8.
@@ -94,76 +98,10 @@ fn lanes<const N: usize>(query: &[f32], stored: &[i8], scale: f32) -> f32 {
     (lanes.iter().sum::<f32>() + rest) * scale
 }
 
-/// One stored vector met by a batch of queries: its components widened to f32 once (into
-/// `row`), then a plain f32 dot with each query, into `scores` (`NaN` for a query of other
-/// dimensions). Each product and the order of the sums are [`lanes`]'s, so each score is
-/// exactly what [`dot`] gives; the widening is paid once a row instead of once a query.
-#[inline(always)]
-fn many<const N: usize>(queries: &[Vec<f32>], stored: &[i8], scale: f32, row: &mut [f32], scores: &mut [f32]) {
-    for (r, s) in row.iter_mut().zip(stored) {
-        *r = f32::from(*s);
-    }
-    for (q, out) in queries.iter().zip(scores.iter_mut()) {
-        if q.len() != row.len() {
-            *out = f32::NAN;
-            continue;
-        }
-        let mut lanes = [0f32; N];
-        let (q_chunks, r_chunks) = (q.chunks_exact(N), row.chunks_exact(N));
-        let (q_rest, r_rest) = (q_chunks.remainder(), r_chunks.remainder());
-        for (a, b) in q_chunks.zip(r_chunks) {
-            for j in 0..N {
-                lanes[j] += a[j] * b[j];
-            }
-        }
-        let rest: f32 = q_rest.iter().zip(r_rest).map(|(a, b)| a * b).sum();
-        *out = (lanes.iter().sum::<f32>() + rest) * scale;
-    }
-}
-
-type ManyKernel = fn(&[Vec<f32>], &[i8], f32, &mut [f32], &mut [f32]);
-
-fn portable_many(queries: &[Vec<f32>], stored: &[i8], scale: f32, row: &mut [f32], scores: &mut [f32]) {
-    many::<16>(queries, stored, scale, row, scores)
-}
-
-/// [`many`] through the kernel [`kernel`] names.
-fn dot_many(queries: &[Vec<f32>], stored: &[i8], scale: f32, row: &mut [f32], scores: &mut [f32]) {
-    static CHOSEN: std::sync::OnceLock<ManyKernel> = std::sync::OnceLock::new();
-    let k = CHOSEN.get_or_init(|| match kernel() {
-        #[cfg(target_arch = "x86_64")]
-        "avx512" => x86::avx512_many as ManyKernel,
-        #[cfg(target_arch = "x86_64")]
-        "avx2" => x86::avx2_many as ManyKernel,
-        _ => portable_many as ManyKernel,
-    });
-    k(queries, stored, scale, row, scores)
-}
-
 /// The wider kernels, compiled for their instruction sets and chosen only where the CPU has
 /// them (runtime detection), so one binary runs everywhere and fast where it can.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    #[target_feature(enable = "avx2,fma")]
-    fn avx2_many_body(q: &[Vec<f32>], s: &[i8], scale: f32, row: &mut [f32], out: &mut [f32]) {
-        super::many::<32>(q, s, scale, row, out)
-    }
-
-    #[target_feature(enable = "avx512f,avx512bw")]
-    fn avx512_many_body(q: &[Vec<f32>], s: &[i8], scale: f32, row: &mut [f32], out: &mut [f32]) {
-        super::many::<64>(q, s, scale, row, out)
-    }
-
-    pub fn avx2_many(q: &[Vec<f32>], s: &[i8], scale: f32, row: &mut [f32], out: &mut [f32]) {
-        // SAFETY: chosen only after `is_x86_feature_detected!` found AVX2 and FMA.
-        unsafe { avx2_many_body(q, s, scale, row, out) }
-    }
-
-    pub fn avx512_many(q: &[Vec<f32>], s: &[i8], scale: f32, row: &mut [f32], out: &mut [f32]) {
-        // SAFETY: chosen only after `is_x86_feature_detected!` found AVX-512F and BW.
-        unsafe { avx512_many_body(q, s, scale, row, out) }
-    }
-
     #[target_feature(enable = "avx2,fma")]
     fn avx2_body(query: &[f32], stored: &[i8], scale: f32) -> f32 {
         super::lanes::<32>(query, stored, scale)
@@ -188,12 +126,131 @@ mod x86 {
 /// The most threads one batched scan uses.
 pub const SCAN_THREADS: usize = 4;
 
-/// One segment's vectors: `dims` components and a scale per document that has one.
+/// The machine's cores a scan may use: at most [`SCAN_THREADS`], read once (on Linux it reads
+/// the cgroup's quota files each call).
+fn scan_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, SCAN_THREADS)
+    })
+}
+
+/// One segment's vectors: `dims` components and a scale per document that has one, and the
+/// largest L1 norm among them (what bounds the first pass's rounding).
 struct SegmentVectors {
     dims: usize,
     docs: Vec<u32>,
     scales: Vec<f32>,
     data: Vec<i8>,
+    l1: f32,
+}
+
+impl SegmentVectors {
+    fn new(dims: usize, docs: Vec<u32>, scales: Vec<f32>, data: Vec<i8>) -> SegmentVectors {
+        let l1 = if dims == 0 {
+            0.0
+        } else {
+            data.chunks_exact(dims)
+                .zip(&scales)
+                .map(|(row, scale)| prescan::l1(row, *scale))
+                .fold(0.0, f32::max)
+        };
+        SegmentVectors {
+            dims,
+            docs,
+            scales,
+            data,
+            l1,
+        }
+    }
+
+    fn row(&self, r: usize) -> &[i8] {
+        &self.data[r * self.dims..(r + 1) * self.dims]
+    }
+
+    /// For each of `queries` (exact, and rounded where it has a first pass; all of this
+    /// segment's dimensions), its `k` best rows among those whose document is `alive`: (exact
+    /// dot product, row), best first, ties to the earlier row. The first pass
+    /// (`super::prescan`) runs over every row once for all the queries, split into contiguous
+    /// runs over `threads` cores for a large segment; the exact kernel ([`dot`]) scores only
+    /// the rows it keeps.
+    fn top(
+        &self,
+        alive: impl Fn(u32) -> bool + Sync,
+        queries: &[(&[f32], Option<&Query>)],
+        k: usize,
+        threads: usize,
+    ) -> Vec<Vec<(f32, u32)>> {
+        if queries.is_empty() {
+            return Vec::new();
+        }
+        let n = self.docs.len();
+        let rounded: Vec<&Query> = queries.iter().filter_map(|(_, q)| *q).collect();
+        let run = |from: usize, to: usize| -> Vec<Collector> {
+            let mut kept: Vec<Collector> = queries
+                .iter()
+                .map(|(_, q)| match q {
+                    Some(q) => Collector::new(k, q.bound(self.l1), false),
+                    None => Collector::new(k, 0.0, true),
+                })
+                .collect();
+            let (mut scratch, mut dots) = (Vec::new(), vec![0i32; rounded.len()]);
+            for r in from..to {
+                if !alive(self.docs[r]) {
+                    continue;
+                }
+                if !rounded.is_empty() {
+                    prescan::dots(&rounded, self.row(r), &mut scratch, &mut dots);
+                }
+                let mut dot = dots.iter();
+                for ((_, q), c) in queries.iter().zip(kept.iter_mut()) {
+                    let score = match q {
+                        Some(q) => q.score(*dot.next().unwrap_or(&0), self.scales[r]),
+                        None => 0.0,
+                    };
+                    c.offer(score, r as u32);
+                }
+            }
+            kept
+        };
+        let parts = if n < 4096 { 1 } else { threads.max(1) };
+        let chunk = n.div_ceil(parts).max(1);
+        let mut kept = if parts == 1 {
+            run(0, n)
+        } else {
+            std::thread::scope(|scope| {
+                let run = &run;
+                let handles: Vec<_> = (0..parts)
+                    .map(|p| (p * chunk, ((p + 1) * chunk).min(n)))
+                    .map(|(from, to)| scope.spawn(move || run(from, to)))
+                    .collect();
+                let mut parts = handles.into_iter().map(|h| h.join().expect("a scan thread panicked"));
+                let mut first = parts.next().unwrap_or_default();
+                for part in parts {
+                    for (c, other) in first.iter_mut().zip(part) {
+                        c.merge(other);
+                    }
+                }
+                first
+            })
+        };
+        queries
+            .iter()
+            .zip(kept.drain(..))
+            .map(|((query, _), c)| {
+                let mut best: Vec<(f32, u32)> = c
+                    .finish()
+                    .into_iter()
+                    .map(|r| (dot(query, self.row(r as usize), self.scales[r as usize]), r))
+                    .collect();
+                best.sort_by(|a, b| b.0.total_cmp(&a.0));
+                best.truncate(k);
+                best
+            })
+            .collect()
+    }
 }
 
 /// The per-segment cache of one vector field.
@@ -239,12 +296,7 @@ impl VectorCache {
             scales.push(scale);
             data.extend(bytes.iter().map(|b| *b as i8));
         }
-        let s = Arc::new(SegmentVectors {
-            dims,
-            docs,
-            scales,
-            data,
-        });
+        let s = Arc::new(SegmentVectors::new(dims, docs, scales, data));
         let mut cache = self.segments.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Segments merged away are forgotten.
         let live: Vec<SegmentId> = searcher.segment_readers().iter().map(|r| r.segment_id()).collect();
@@ -263,111 +315,58 @@ impl VectorCache {
     }
 
     /// The `k` live documents whose vectors have the highest dot product with `query`, best
-    /// first.
+    /// first (ties: the earlier document).
     pub fn top(&self, searcher: &Searcher, query: &[f32], k: usize) -> tantivy::Result<Vec<(f32, DocAddress)>> {
-        let mut best: Vec<(f32, DocAddress)> = Vec::with_capacity(k + 1);
-        let mut floor = f32::MIN;
-        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
-            let s = self.segment(searcher, ord)?;
-            if s.dims != query.len() {
-                continue;
-            }
-            let alive = reader.alive_bitset();
-            for (i, doc) in s.docs.iter().enumerate() {
-                let score = dot(query, &s.data[i * s.dims..(i + 1) * s.dims], s.scales[i]);
-                if score <= floor && best.len() >= k {
-                    continue;
-                }
-                if alive.is_some_and(|a| !a.is_alive(*doc)) {
-                    continue;
-                }
-                best.push((score, DocAddress::new(ord as u32, *doc)));
-                if best.len() > k {
-                    best.sort_by(|a, b| b.0.total_cmp(&a.0));
-                    best.truncate(k);
-                    floor = best.last().map_or(f32::MIN, |b| b.0);
-                }
-            }
-        }
-        best.sort_by(|a, b| b.0.total_cmp(&a.0));
-        best.truncate(k);
-        Ok(best)
+        Ok(self.scan(searcher, &[query], k)?.pop().unwrap_or_default())
     }
 
-    /// The best live document for each of `queries` (its dot product), scanning every stored
-    /// vector once for all of them: a stored vector is read from memory once, widened once,
-    /// and met by each query while it is in cache ([`many`]). A batch is split into contiguous
-    /// runs of stored vectors over the machine's cores (at most [`SCAN_THREADS`]); ties go to
-    /// the earlier document, as one pass in order would give them.
+    /// The best live document for each of `queries` (its dot product), every stored vector
+    /// read once for all of them.
     pub fn best_many(
         &self,
         searcher: &Searcher,
         queries: &[Vec<f32>],
     ) -> tantivy::Result<Vec<Option<(f32, DocAddress)>>> {
-        let mut best: Vec<Option<(f32, DocAddress)>> = vec![None; queries.len()];
-        // Read once: on Linux it reads the cgroup's quota files each call.
-        static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let threads = *THREADS.get_or_init(|| {
-            std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .clamp(1, SCAN_THREADS)
-        });
+        let queries: Vec<&[f32]> = queries.iter().map(Vec::as_slice).collect();
+        Ok(self
+            .scan(searcher, &queries, 1)?
+            .into_iter()
+            .map(|best| best.into_iter().next().filter(|(score, _)| !score.is_nan()))
+            .collect())
+    }
+
+    /// The `k` best live documents for each of `queries`, best first; ties go to the earlier
+    /// document (segment, then document order), as one exact pass in order gives them.
+    fn scan(&self, searcher: &Searcher, queries: &[&[f32]], k: usize) -> tantivy::Result<Vec<Vec<(f32, DocAddress)>>> {
+        let rounded: Vec<Option<Query>> = queries.iter().map(|q| Query::new(q)).collect();
+        let mut found: Vec<Vec<(f32, DocAddress)>> = vec![Vec::new(); queries.len()];
         for (ord, reader) in searcher.segment_readers().iter().enumerate() {
             let s = self.segment(searcher, ord)?;
             let alive = reader.alive_bitset();
-            let n = s.docs.len();
-            // One thread for a small segment or a single query: not worth a spawn.
-            let parts = if n < 4096 || queries.len() < 2 { 1 } else { threads };
-            let run = |from: usize, to: usize| -> Vec<Option<(f32, u32)>> {
-                let mut local: Vec<Option<(f32, u32)>> = vec![None; queries.len()];
-                let (mut row, mut scores) = (vec![0f32; s.dims], vec![0f32; queries.len()]);
-                for i in from..to {
-                    let doc = s.docs[i];
-                    if alive.is_some_and(|a| !a.is_alive(doc)) {
-                        continue;
-                    }
-                    dot_many(
-                        queries,
-                        &s.data[i * s.dims..(i + 1) * s.dims],
-                        s.scales[i],
-                        &mut row,
-                        &mut scores,
-                    );
-                    for (score, slot) in scores.iter().zip(local.iter_mut()) {
-                        if !score.is_nan() && slot.is_none_or(|(b, _)| *score > b) {
-                            *slot = Some((*score, doc));
-                        }
-                    }
-                }
-                local
-            };
-            let chunk = n.div_ceil(parts.max(1)).max(1);
-            let results: Vec<Vec<Option<(f32, u32)>>> = if parts == 1 {
-                vec![run(0, n)]
-            } else {
-                std::thread::scope(|scope| {
-                    let handles: Vec<_> = (0..parts)
-                        .map(|p| (p * chunk, ((p + 1) * chunk).min(n)))
-                        .map(|(from, to)| scope.spawn(move || run(from, to)))
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| h.join().expect("a scan thread panicked"))
-                        .collect()
-                })
-            };
-            // In document order: a later run replaces only a strictly better score.
-            for local in results {
-                for (found, slot) in local.into_iter().zip(best.iter_mut()) {
-                    if let Some((score, doc)) = found {
-                        if slot.is_none_or(|(b, _)| score > b) {
-                            *slot = Some((score, DocAddress::new(ord as u32, doc)));
-                        }
-                    }
-                }
+            let here: Vec<usize> = (0..queries.len())
+                .filter(|&i| s.dims > 0 && queries[i].len() == s.dims)
+                .collect();
+            let best = s.top(
+                |doc| alive.is_none_or(|a| a.is_alive(doc)),
+                &here
+                    .iter()
+                    .map(|&i| (queries[i], rounded[i].as_ref()))
+                    .collect::<Vec<_>>(),
+                k,
+                scan_threads(),
+            );
+            for (i, best) in here.into_iter().zip(best) {
+                // Earlier segments' documents are ahead of these: a stable sort keeps them
+                // ahead of equal scores.
+                found[i].extend(
+                    best.into_iter()
+                        .map(|(score, r)| (score, DocAddress::new(ord as u32, s.docs[r as usize]))),
+                );
+                found[i].sort_by(|a, b| b.0.total_cmp(&a.0));
+                found[i].truncate(k);
             }
         }
-        Ok(best)
+        Ok(found)
     }
 
     /// The cosine of `query` with one document's stored vector, if it has one.
@@ -412,24 +411,76 @@ mod tests {
         }
     }
 
-    /// A row met by a batch gives each query exactly the score [`dot`] gives it alone (the
-    /// same products, summed in the same order), and `NaN` for a query of other dimensions.
+    /// The two-pass scan gives exactly what one exact pass over every live row gives: the
+    /// same rows, the same scores to the bit, ties to the earlier row, on one thread or four,
+    /// for a query with no first pass too, and with copies of one vector (ties) and dead rows.
     #[test]
-    fn a_batch_scores_each_query_exactly_as_one_query_alone() {
-        for dims in [5, 384, 385, 512] {
-            let s: Vec<i8> = (0..dims).map(|i| ((i * 13 % 255) as i32 - 127) as i8).collect();
-            let mut queries: Vec<Vec<f32>> = (0..7)
-                .map(|k| (0..dims).map(|i| (((i + k) * 31 % 17) as f32 - 8.0) / 10.0).collect())
+    fn the_two_pass_scan_is_the_exact_scan() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        let dims = 384;
+        let unit = |v: Vec<f32>| {
+            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / n).collect::<Vec<f32>>()
+        };
+        let base: Vec<Vec<f32>> = (0..3000)
+            .map(|_| unit((0..dims).map(|_| rng.f32() - 0.5).collect()))
+            .collect();
+        // Near copies of the first queries, and exact copies of a few rows: ties.
+        let queries: Vec<Vec<f32>> = (0..9)
+            .map(|i| unit(base[i * 7].iter().map(|x| x + (rng.f32() - 0.5) * 0.05).collect()))
+            .chain([vec![0.0; dims], {
+                let mut v = base[3].clone();
+                v[0] = f32::NAN;
+                v
+            }])
+            .collect();
+        // Rows at one angle to each of the first two queries (0.8 along it, the rest at right
+        // angles in random directions): their exact scores differ only by the stored vectors'
+        // rounding, by less than the first pass's, so a bound too tight loses some of the best.
+        let near: Vec<Vec<f32>> = (0..400)
+            .map(|i| {
+                let q = &queries[i % 2];
+                let u: Vec<f32> = (0..dims).map(|_| rng.f32() - 0.5).collect();
+                let along: f32 = u.iter().zip(q).map(|(a, b)| a * b).sum();
+                let u = unit(u.iter().zip(q).map(|(a, b)| a - along * b).collect());
+                unit(q.iter().zip(&u).map(|(a, b)| 0.8 * a + 0.6 * b).collect())
+            })
+            .collect();
+        let (mut docs, mut scales, mut data) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, v) in base.iter().chain(&near).chain(base.iter().take(1500)).enumerate() {
+            let packed = quantize(v);
+            docs.push(i as u32);
+            scales.push(f32::from_le_bytes(packed[..4].try_into().unwrap()));
+            data.extend(packed[4..].iter().map(|b| *b as i8));
+        }
+        let s = SegmentVectors::new(dims, docs, scales, data);
+        let alive = |doc: u32| doc % 11 != 3;
+        let rounded: Vec<Option<Query>> = queries.iter().map(|q| Query::new(q)).collect();
+        let pairs: Vec<(&[f32], Option<&Query>)> = queries
+            .iter()
+            .zip(&rounded)
+            .map(|(q, r)| (q.as_slice(), r.as_ref()))
+            .collect();
+        for k in [1, 3, 10] {
+            let exact: Vec<Vec<(u32, u32)>> = queries
+                .iter()
+                .map(|q| {
+                    let mut all: Vec<(f32, u32)> = (0..s.docs.len())
+                        .filter(|&r| alive(s.docs[r]))
+                        .map(|r| (dot(q, s.row(r), s.scales[r]), r as u32))
+                        .collect();
+                    all.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    all.truncate(k);
+                    all.into_iter().map(|(x, r)| (x.to_bits(), r)).collect()
+                })
                 .collect();
-            queries.push(vec![0.5; dims + 1]);
-            let (mut row, mut scores) = (vec![0f32; dims], vec![0f32; queries.len()]);
-            dot_many(&queries, &s, 0.25, &mut row, &mut scores);
-            for (q, got) in queries.iter().zip(&scores) {
-                if q.len() != dims {
-                    assert!(got.is_nan());
-                    continue;
-                }
-                assert_eq!(got.to_bits(), dot(q, &s, 0.25).to_bits(), "{dims} ({})", kernel());
+            for threads in [1, 4] {
+                let got: Vec<Vec<(u32, u32)>> = s
+                    .top(alive, &pairs, k, threads)
+                    .into_iter()
+                    .map(|b| b.into_iter().map(|(x, r)| (x.to_bits(), r)).collect())
+                    .collect();
+                assert_eq!(got, exact, "k {k}, {threads} threads, kernel {}", prescan::kernel());
             }
         }
     }
