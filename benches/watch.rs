@@ -154,9 +154,24 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         }
         chosen
     });
+    // Resident memory (MB) after each thing the daemon loads: (anonymous, file-backed).
+    let mem = || {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let kb = |key: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+                .unwrap_or(0.0)
+                / 1024.0
+        };
+        (kb("RssAnon:"), kb("RssFile:"))
+    };
+    let mut memory: Vec<(&str, (f64, f64))> = vec![("start", mem())];
     let sandbox = common::sandbox();
     let relevance = common::english(&sandbox);
     let embedder = Arc::new(Embedder::load(&relevance).unwrap());
+    memory.push(("the English model", mem()));
     let multilingual = with_model.then(|| {
         Arc::new(
             Embedder::load(&RelevanceConfig {
@@ -178,7 +193,9 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         .unwrap()
         .unwrap(),
     );
+    memory.push(("the multilingual model and the matcher", mem()));
     let held = matcher.warm().unwrap();
+    memory.push(("the warmed vectors", mem()));
     let config = WatchConfig::default();
     let posts = stream(data, n);
     let repeats = posts.iter().filter(|p| p.2).count();
@@ -241,6 +258,14 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
     } else {
         "word rules only, as before the stance model"
     };
+    memory.push(("the replay", mem()));
+    let steps: Vec<String> = memory
+        .windows(2)
+        .map(|w| {
+            let ((_, (a0, f0)), (name, (a1, f1))) = (w[0], w[1]);
+            format!("{name} +{:.0} MB (+{:.0} file-backed)", (a1 + f1) - (a0 + f0), f1 - f0)
+        })
+        .collect();
     println!("watch ({how}): cpu {}", common::cpu());
     println!(
         "watch ({how}): {:.0} posts/s sustained, post-to-decision {}, peak RSS {:.0} MB ({} posts, {repeats} repeating a checked claim; {held} fact-check vectors; batch {}, linger {} ms; scan kernels: first pass {}{}, exact {})",
@@ -254,6 +279,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         if forced.is_some() { " (changed: MUSEBOT_BENCH_SCAN_KERNEL)" } else { "" },
         musebot::claims::vectors::kernel()
     );
+    println!("watch ({how}): resident memory: {}", steps.join("; "));
     println!("watch ({how}): fates {fates:?}");
     let n = |k: &str| repeat_fates.get(k).copied().unwrap_or(0);
     println!(

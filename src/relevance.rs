@@ -1,5 +1,6 @@
 //! Relevance: sentence embeddings with ONNX Runtime (`ort`, loaded dynamically from the path
-//! the operator configures) and a HuggingFace tokenizer (`tokenizers`), L2-normalised so a dot
+//! the operator configures) and a HuggingFace tokenizer (`tokenizers`; a Unigram vocabulary in
+//! the compact form of [`unigram`], with the same ids), L2-normalised so a dot
 //! product is a cosine. Two kinds of model, told apart by their inputs ([`Kind`]): a BERT-style
 //! encoder (all-MiniLM-L6-v2, English: its tokens mean-pooled) and a sentence encoder fed
 //! token ids and row splits (Universal Sentence Encoder multilingual v3: a post in one language
@@ -19,10 +20,12 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
 use serde::{Deserialize, Serialize};
-use tokenizers::{Encoding, Tokenizer, TruncationParams};
+use tokenizers::Encoding;
 
 mod staged;
+pub mod unigram;
 pub use staged::Staged;
+use unigram::TextTokenizer;
 
 /// Tokens per text the model sees (all-MiniLM-L6-v2 was trained on 128-token inputs; a
 /// 60-word passage is ~80 tokens, so only unusual text is cut).
@@ -144,7 +147,7 @@ pub(crate) fn session(env: &ort::environment::Environment, model: &Path) -> ort:
 /// each, which measured faster than one two-thread session on batches (3.3 vs 3.7 ms a passage).
 pub struct Embedder {
     sessions: Vec<Mutex<Session>>,
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     kind: Kind,
 }
 
@@ -201,18 +204,14 @@ impl Embedder {
                 problem: format!("cannot load `{}`: {e}", config.model),
                 fix: "use an ONNX sentence-embedding model",
             })?;
-        let mut tokenizer = Tokenizer::from_file(&config.tokenizer).map_err(|e| RelevanceError::Config {
-            key: "tokenizer",
-            problem: format!("cannot load `{}`: {e}", config.tokenizer),
-            fix: "use the model's tokenizer.json",
-        })?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..Default::default()
-            }))
-            .map_err(|e| RelevanceError::Run(e.to_string()))?;
-        tokenizer.with_padding(None);
+        // A Unigram vocabulary (the multilingual model's) is kept compact (`unigram`).
+        let mut tokenizer =
+            TextTokenizer::from_file(Path::new(&config.tokenizer)).map_err(|e| RelevanceError::Config {
+                key: "tokenizer",
+                problem: format!("cannot load `{}`: {e}", config.tokenizer),
+                fix: "use the model's tokenizer.json",
+            })?;
+        tokenizer.truncate_at(MAX_TOKENS).map_err(RelevanceError::Run)?;
         let kind = {
             let first = sessions[0].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let names: Vec<&str> = first.inputs().iter().map(|i| i.name()).collect();

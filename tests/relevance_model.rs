@@ -167,3 +167,87 @@ fn the_multilingual_model_matches_a_claim_across_languages() {
         assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
     }
 }
+
+/// The multilingual model's tokenizer (a 128,000-piece Unigram) is kept compact
+/// (`relevance::unigram`): it must give the very ids the `tokenizers` crate gives, on real text
+/// in many languages and scripts — TweetLID's tweets (six languages), the stance set's
+/// headlines, and a line in each of the bot's languages — or the multilingual vectors would
+/// change under every calibration made with them.
+#[test]
+fn the_compact_unigram_gives_the_crates_ids() {
+    let sandbox = Sandbox::load();
+    let path = sandbox.get("MUSEBOT_EMBED_TOKENIZER_MULTI");
+    let theirs = tokenizers::Tokenizer::from_file(&path).expect("the crate reads it");
+    let ours = musebot::relevance::unigram::load(std::path::Path::new(&path))
+        .expect("it reads")
+        .expect("a Unigram the compact model takes");
+    let mut texts: Vec<String> = [
+        "The Great Wall of China is visible from the Moon.",
+        "Die Chinesische Mauer ist vom Mond aus sichtbar.",
+        "La Gran Muralla China es visible desde la Luna.",
+        "La Grande Muraille de Chine est visible depuis la Lune.",
+        "A Grande Muralha da China é visível da Lua.",
+        "La Grande Muraglia cinese è visibile dalla Luna.",
+        "De Chinese Muur is zichtbaar vanaf de maan.",
+        "Wielki Mur Chiński jest widoczny z Księżyca.",
+        "Великая Китайская стена видна с Луны.",
+        "Велика китайська стіна видна з Місяця.",
+        "Çin Seddi Ay'dan görülebilir.",
+        "سور الصين العظيم مرئي من القمر.",
+        "चीन की महान दीवार चंद्रमा से दिखाई देती है।",
+        "中国的长城从月球上可以看到。",
+        "万里の長城は月から肉眼で見える唯一の建造物だ。",
+        "만리장성은 달에서 보인다.",
+        "Tembok Besar China terlihat dari Bulan.",
+        "Vạn Lý Trường Thành có thể nhìn thấy từ Mặt Trăng.",
+        "กำแพงเมืองจีนมองเห็นได้จากดวงจันทร์",
+        "Το Σινικό Τείχος φαίνεται από τη Σελήνη.",
+        "<unk> ☃☃☃ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 emoji 🧪🧫 tabs\tand\u{200b}zero width   spaces",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    match common::shared_data("language-id") {
+        Some(dir) => {
+            let tweets = std::fs::read_to_string(dir.join("tweetlid2014-train.tsv")).unwrap();
+            texts.extend(
+                tweets
+                    .lines()
+                    .skip(1)
+                    .filter_map(|l| l.splitn(4, '\t').nth(3))
+                    .map(String::from),
+            );
+        }
+        None => eprintln!("skipped the TweetLID part: ../shared/data/language-id is absent"),
+    }
+    if let Some(dir) = common::shared_data("stance") {
+        let headlines = std::fs::read_to_string(dir.join("emergent-dev.csv")).unwrap();
+        texts.extend(headlines.lines().map(String::from));
+    }
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true") || texts.len() > 5000,
+        "the real text is missing"
+    );
+    let mut differ: Vec<String> = Vec::new();
+    for text in &texts {
+        let (a, b) = (
+            theirs.encode(text.as_str(), true).unwrap(),
+            ours.encode(text.as_str(), true).unwrap(),
+        );
+        if a.get_ids() != b.get_ids() {
+            differ.push(format!(
+                "{text:?}:\n  crate   {:?}\n  compact {:?}",
+                a.get_ids(),
+                b.get_ids()
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} texts got other ids; the first:\n{}",
+        differ.len(),
+        texts.len(),
+        differ[..differ.len().min(3)].join("\n")
+    );
+    println!("compact Unigram: the crate's ids on all {} texts", texts.len());
+}

@@ -350,4 +350,39 @@ mod tests {
         );
         assert_eq!(text.lines().count(), 1 + SKIPS_KEPT + 1);
     }
+
+    /// The vectors' warm-up reads each segment's doc store from its file, not through
+    /// tantivy's mapping (`vectors::unmapped_store`): every document reads back as the mapping
+    /// gives it, and the unmapped read is really taken (not left to the fallback).
+    #[test]
+    fn a_segments_doc_store_reads_the_same_unmapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dump.csv");
+        let mut text = String::from("url,claim\n");
+        for i in 0..300 {
+            text.push_str(&format!("https://fullfact.org/{i},Claim number {i} about tea\n"));
+        }
+        std::fs::write(&file, text).unwrap();
+        let claims = dir.path().join("claims");
+        let mut importer = Importer::open(&claims, None, None, Models::default(), 1_000).unwrap();
+        import_file(&file, &mut importer).unwrap();
+        assert_eq!(importer.finish().unwrap().imported, 300);
+        let corpus = Corpus::open_existing(&claims).unwrap().unwrap();
+        let searcher = corpus.reader.searcher();
+        let schema = corpus.index.schema();
+        let mut read = 0;
+        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+            let ours = super::super::vectors::unmapped_store(&claims, &searcher, ord).expect("read from the file");
+            let theirs = reader.get_store_reader(4).unwrap();
+            for doc in 0..reader.max_doc() {
+                let (a, b): (TantivyDocument, TantivyDocument) = (ours.get(doc).unwrap(), theirs.get(doc).unwrap());
+                assert_eq!(
+                    tantivy::Document::to_json(&a, &schema),
+                    tantivy::Document::to_json(&b, &schema)
+                );
+                read += 1;
+            }
+        }
+        assert_eq!(read, 300);
+    }
 }

@@ -104,8 +104,8 @@ impl Matcher {
         };
         let f = corpus.fields;
         let m = Matcher {
-            vectors: VectorCache::new(f.vector),
-            vectors_multi: VectorCache::new(f.vector_multi),
+            vectors: VectorCache::new(f.vector, Some(dir)),
+            vectors_multi: VectorCache::new(f.vector_multi, Some(dir)),
             corpus,
             embedder,
             multilingual,

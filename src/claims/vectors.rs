@@ -13,6 +13,7 @@
 //! tantivy's commits, and recall below 1.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tantivy::index::SegmentId;
@@ -256,13 +257,66 @@ impl SegmentVectors {
 /// The per-segment cache of one vector field.
 pub struct VectorCache {
     field: Field,
+    /// The corpus's folder, where its segments' files are read from (not mapped) when their
+    /// vectors are loaded: see [`unmapped_store`].
+    dir: Option<PathBuf>,
     segments: Mutex<HashMap<SegmentId, Arc<SegmentVectors>>>,
 }
 
+/// A file read with positioned reads: what the kernel reads for it stays in its page cache,
+/// which it reclaims at will, instead of becoming the process's resident memory as the pages of
+/// a mapping do.
+#[derive(Debug)]
+struct Unmapped {
+    file: std::fs::File,
+    len: usize,
+}
+
+impl tantivy::HasLen for Unmapped {
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl tantivy::directory::FileHandle for Unmapped {
+    fn read_bytes(&self, range: std::ops::Range<usize>) -> std::io::Result<tantivy::directory::OwnedBytes> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; range.len()];
+        self.file.read_exact_at(&mut buf, range.start as u64)?;
+        Ok(tantivy::directory::OwnedBytes::new(buf))
+    }
+}
+
+/// The doc store of segment `ord`, read from its file in `dir` rather than through tantivy's
+/// mapping. Loading a segment's vectors reads its whole store once (at 200,000 fact-checks,
+/// about 120 MB); through the mapping, those pages would stay resident in the daemon for
+/// good although it never reads most of them again. `None` when the file cannot be read so
+/// (the mapping is used then).
+pub(super) fn unmapped_store(dir: &Path, searcher: &Searcher, ord: usize) -> Option<tantivy::store::StoreReader> {
+    let id = searcher.segment_reader(ord as u32).segment_id();
+    let segment = searcher
+        .index()
+        .searchable_segments()
+        .ok()?
+        .into_iter()
+        .find(|s| s.id() == id)?;
+    let relative = segment.relative_path(tantivy::index::SegmentComponent::Store);
+    // The body's length as tantivy reads it (its footer left off the end).
+    let body = tantivy::HasLen::len(&tantivy::Directory::open_read(searcher.index().directory(), &relative).ok()?);
+    let file = std::fs::File::open(dir.join(&relative)).ok()?;
+    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    if body > len {
+        return None;
+    }
+    let slice = tantivy::directory::FileSlice::new(Arc::new(Unmapped { file, len })).slice(0..body);
+    tantivy::store::StoreReader::open(slice, 64).ok()
+}
+
 impl VectorCache {
-    pub fn new(field: Field) -> VectorCache {
+    pub fn new(field: Field, dir: Option<&Path>) -> VectorCache {
         VectorCache {
             field,
+            dir: dir.map(Path::to_path_buf),
             segments: Mutex::new(HashMap::new()),
         }
     }
@@ -278,7 +332,10 @@ impl VectorCache {
         {
             return Ok(s.clone());
         }
-        let store = reader.get_store_reader(64)?;
+        let store = match self.dir.as_deref().and_then(|d| unmapped_store(d, searcher, ord)) {
+            Some(store) => store,
+            None => reader.get_store_reader(64)?,
+        };
         let (mut docs, mut scales, mut data) = (Vec::new(), Vec::new(), Vec::new());
         let mut dims = 0;
         for doc in 0..reader.max_doc() {
