@@ -16,7 +16,12 @@
 //! (`Matcher::find` on every post, as a mention's match step runs) on the first 1,000 posts.
 //! The CPU, its instruction sets and the scan's SIMD kernel are printed too, and where each
 //! batch's time went (`watch::cheap::Phases`: the cheap tests, each model's embedding runs, the
-//! scan, the stance), and what became of the posts that repeat a checked claim. The stance of each match is in the path: the shipped
+//! scan, the stance), and what became of the posts that repeat a checked claim: which
+//! fact-check each post decided "same claim" matched (the very one the tweet repeats, another,
+//! or a post the stream says repeats none, the first of those printed), and the same decision's
+//! precision and recall on CheckThat!'s held-out dev tweets. The resident memory each loaded
+//! part adds is printed too. `MUSEBOT_BENCH_WATCH_MARGIN` and `MUSEBOT_BENCH_SCAN_KERNEL` change
+//! the margin and the first pass's kernel, and the changed setting is printed beside the figures. The stance of each match is in the path: the shipped
 //! stance model (`crate::stance`: the multilingual model embeds the matched posts and their
 //! claims, one run a batch; loaded as `musebot models install` sets it), and beside it, in the
 //! same run, the word rules alone as the watch decided before the model (no multilingual model
@@ -78,13 +83,53 @@ fn claims(dir: &Path) -> Vec<Entry> {
         .collect()
 }
 
-/// The recorded stream: (text, language tag, whether it repeats a claim).
-fn stream(data: &Path, n: usize) -> Vec<(String, Option<String>, bool)> {
-    let tweets: Vec<String> =
+/// A post of the stream: (text, language tag, the fact-check it repeats: its CheckThat! id).
+type Post = (String, Option<String>, Option<String>);
+
+/// CheckThat!'s held-out dev tweets: (text, the id of the fact-check each repeats).
+fn dev_tweets(data: &Path) -> Vec<(String, String)> {
+    let read = |name: &str| std::fs::read_to_string(data.join("claim-matching").join(name)).unwrap_or_default();
+    let gold: std::collections::HashMap<String, String> = read("CT2022-Task2A-EN-Dev_QRELs.tsv")
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            Some((
+                cols.first()?.to_string(),
+                cols.get(2)?.trim_start_matches("vclaim-sno-").to_string(),
+            ))
+        })
+        .collect();
+    read("CT2022-Task2A-EN-Train-Dev_Queries.tsv")
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .filter_map(|(id, t)| Some((t.to_string(), gold.get(id)?.clone())))
+        .collect()
+}
+
+/// The fact-check id in a review's URL (a copy's has `copy-N` after it).
+fn review_id(url: &str) -> Option<&str> {
+    url.split("/fact-check/").nth(1).and_then(|r| r.split('/').next())
+}
+
+/// The recorded stream.
+fn stream(data: &Path, n: usize) -> Vec<Post> {
+    // Each tweet's fact-check, from the qrels of both splits.
+    let mut gold: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for split in ["Train", "Dev"] {
+        let qrels = std::fs::read_to_string(data.join(format!("claim-matching/CT2022-Task2A-EN-{split}_QRELs.tsv")))
+            .unwrap_or_default();
+        for l in qrels.lines() {
+            let cols: Vec<&str> = l.split('\t').collect();
+            if let [tweet, _, claim, ..] = cols.as_slice() {
+                gold.insert(tweet.to_string(), claim.trim_start_matches("vclaim-sno-").to_string());
+            }
+        }
+    }
+    let tweets: Vec<(String, Option<String>)> =
         std::fs::read_to_string(data.join("claim-matching/CT2022-Task2A-EN-Train-Dev_Queries.tsv"))
             .expect("the CheckThat! tweets")
             .lines()
-            .filter_map(|l| l.split_once('\t').map(|(_, t)| t.to_string()))
+            .filter_map(|l| l.split_once('\t').map(|(id, t)| (t.to_string(), gold.get(id).cloned())))
             .collect();
     let mut unrelated: Vec<(String, Option<String>)> = Vec::new();
     if let Ok(t) = std::fs::read_to_string(data.join("language-id/tweetlid2014-train.tsv")) {
@@ -113,11 +158,12 @@ fn stream(data: &Path, n: usize) -> Vec<(String, Option<String>, bool)> {
     let (mut t, mut u) = (0, 0);
     for i in 0..n {
         if i % 100 == 0 {
-            out.push((tweets[t % tweets.len()].clone(), Some("en".into()), true));
+            let (text, claim) = tweets[t % tweets.len()].clone();
+            out.push((text, Some("en".into()), Some(claim.unwrap_or_default())));
             t += 1;
         } else {
             let (text, lang) = unrelated[u % unrelated.len()].clone();
-            out.push((text, lang, false));
+            out.push((text, lang, None));
             u += 1;
         }
     }
@@ -196,21 +242,38 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
     memory.push(("the multilingual model and the matcher", mem()));
     let held = matcher.warm().unwrap();
     memory.push(("the warmed vectors", mem()));
-    let config = WatchConfig::default();
+    let mut config = WatchConfig::default();
+    // `MUSEBOT_BENCH_WATCH_MARGIN=0.02`: the same-claim bar's margin changed, to measure recall
+    // against precision.
+    let margin_changed = match std::env::var("MUSEBOT_BENCH_WATCH_MARGIN")
+        .ok()
+        .and_then(|m| m.parse().ok())
+    {
+        Some(m) => {
+            config.same_claim_margin = m;
+            true
+        }
+        None => false,
+    };
     let posts = stream(data, n);
-    let repeats = posts.iter().filter(|p| p.2).count();
+    let repeats = posts.iter().filter(|p| p.2.is_some()).count();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    let (times, fates, secs, phases, repeat_fates) = runtime.block_on(async {
-        let (tx, mut rx) =
-            tokio::sync::mpsc::channel::<((Instant, bool), Seen)>(config.batch * musebot::watch::QUEUE_BATCHES);
+    let (times, fates, secs, phases, repeat_fates, claims) = runtime.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<((Instant, Option<String>, usize), Seen)>(
+            config.batch * musebot::watch::QUEUE_BATCHES,
+        );
         let producer = {
             let posts = posts.clone();
             tokio::spawn(async move {
                 for (i, (text, lang, repeat)) in posts.iter().enumerate() {
-                    if tx.send(((Instant::now(), *repeat), seen(i, text, lang))).await.is_err() {
+                    if tx
+                        .send(((Instant::now(), repeat.clone(), i), seen(i, text, lang)))
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -220,6 +283,11 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         let mut times = Vec::with_capacity(posts.len());
         let mut fates: BTreeMap<&'static str, usize> = BTreeMap::new();
         let mut repeat_fates: BTreeMap<&'static str, usize> = BTreeMap::new();
+        // Of the posts decided "same claim": (repeats of the very fact-check matched, repeats
+        // matched to another, posts that repeat none).
+        let mut claims = (0usize, 0usize, 0usize);
+        // The first posts that repeat none yet were decided "same claim", with the review.
+        let mut strangers: Vec<String> = Vec::new();
         let mut phases = musebot::watch::cheap::Phases::default();
         let linger = std::time::Duration::from_millis(config.linger_ms);
         // The daemon's loop (`Watch::run`) around the cheap path.
@@ -233,7 +301,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
                 }
             }
             let (m, c, mut p) = (matcher.clone(), config.clone(), std::mem::take(&mut phases));
-            let (arrived, batch): (Vec<(Instant, bool)>, Vec<Seen>) = batch.into_iter().unzip();
+            let (arrived, batch): (Vec<(Instant, Option<String>, usize)>, Vec<Seen>) = batch.into_iter().unzip();
             let (decided, p) = tokio::task::spawn_blocking(move || {
                 let d = musebot::watch::cheap::decide_timed(&m, &c, &batch, chrono::Utc::now(), &mut p).unwrap();
                 (d, p)
@@ -242,16 +310,44 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
             .unwrap();
             phases = p;
             let now = Instant::now();
-            for ((at, repeat), fate) in arrived.iter().zip(&decided) {
+            for ((at, repeat, i), fate) in arrived.iter().zip(&decided) {
                 times.push((now - *at).as_secs_f64() * 1000.0);
                 *fates.entry(fate.as_str()).or_default() += 1;
-                if *repeat {
+                if repeat.is_some() {
                     *repeat_fates.entry(fate.as_str()).or_default() += 1;
+                }
+                let matched = match fate {
+                    musebot::watch::cheap::Fate::Asserts { review, .. }
+                    | musebot::watch::cheap::Fate::NotAsserted { review, .. } => Some(review),
+                    _ => None,
+                };
+                if let Some(review) = matched {
+                    let id = review_id(review);
+                    match repeat {
+                        Some(gold) if id == Some(gold.as_str()) => claims.0 += 1,
+                        Some(_) => claims.1 += 1,
+                        None => {
+                            claims.2 += 1;
+                            if strangers.len() < 5 {
+                                strangers.push(format!(
+                                    "{:?} -> {review}",
+                                    posts[*i].0.chars().take(140).collect::<String>()
+                                ));
+                            }
+                        }
+                    }
                 }
             }
         }
         producer.await.unwrap();
-        (times, fates, started.elapsed().as_secs_f64(), phases, repeat_fates)
+        (
+            times,
+            fates,
+            started.elapsed().as_secs_f64(),
+            phases,
+            repeat_fates,
+            (claims, strangers),
+        )
     });
     let how = if with_model {
         "stance model, shipped"
@@ -281,6 +377,20 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
     );
     println!("watch ({how}): resident memory: {}", steps.join("; "));
     println!("watch ({how}): fates {fates:?}");
+    let (claims, strangers) = claims;
+    let decided = claims.0 + claims.1 + claims.2;
+    println!(
+        "watch same claim ({how}): {decided} posts decided; {} repeats of the very fact-check matched, {} repeats matched to another, {} posts that repeat none (precision {:.3} on this stream; bar claims.same_claim + watch.same_claim_margin = {:.2}{})",
+        claims.0,
+        claims.1,
+        claims.2,
+        claims.0 as f64 / decided.max(1) as f64,
+        ClaimsConfig::default().same_claim + config.same_claim_margin,
+        if margin_changed { " (changed: MUSEBOT_BENCH_WATCH_MARGIN)" } else { "" },
+    );
+    for s in &strangers {
+        println!("  decided \"same claim\" though the stream says it repeats none: {s}");
+    }
     let n = |k: &str| repeat_fates.get(k).copied().unwrap_or(0);
     println!(
         "watch repeats ({how}): {} of {repeats} decided \"same claim\", {} labelled; dropped by language {}, length {}, words {}, no match {}, stance {}",
@@ -311,6 +421,32 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
             "stance (multilingual embedding of matches and claims, head)",
             phases.stance
         ),
+    );
+    // The same decision on CheckThat!'s held-out dev split, the watch's bar as above.
+    let dev = dev_tweets(data);
+    let (mut decided, mut right) = (0, 0);
+    for chunk in dev.chunks(config.batch) {
+        let batch: Vec<Seen> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, (text, _))| seen(i, text, &Some("en".into())))
+            .collect();
+        let fates = musebot::watch::cheap::decide(&matcher, &config, &batch, chrono::Utc::now()).unwrap();
+        for ((_, gold), fate) in chunk.iter().zip(fates) {
+            let review = match &fate {
+                musebot::watch::cheap::Fate::Asserts { review, .. }
+                | musebot::watch::cheap::Fate::NotAsserted { review, .. } => review,
+                _ => continue,
+            };
+            decided += 1;
+            right += usize::from(review_id(review) == Some(gold.as_str()));
+        }
+    }
+    println!(
+        "watch same claim on CheckThat!'s dev split (held out; {} tweets): precision {:.3} ({right} of {decided} decided the very fact-check), recall {:.3}",
+        dev.len(),
+        right as f64 / decided.max(1) as f64,
+        right as f64 / dev.len().max(1) as f64
     );
     if !with_model {
         return;

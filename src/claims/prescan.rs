@@ -62,10 +62,14 @@ pub fn l1(stored: &[i8], scale: f32) -> f32 {
     stored.iter().map(|s| (*s as i32).unsigned_abs()).sum::<u32>() as f32 * scale
 }
 
-/// The integer dot product of each of `queries` with one stored vector, into `out`. Every
-/// query must have the stored vector's dimensions. `scratch` holds what a kernel works out
-/// once a row.
+/// The integer dot product of each of `queries` with one stored vector, into `out` (over the
+/// dimensions both have, for a query of other dimensions). `scratch` holds what a kernel works
+/// out once a row.
 pub fn dots(queries: &[&Query], stored: &[i8], scratch: &mut Vec<u8>, out: &mut [i32]) {
+    // The SIMD kernels read every query over the stored vector's length.
+    if queries.iter().any(|q| q.dims() != stored.len()) {
+        return portable(queries, stored, scratch, out);
+    }
     (chosen().0)(queries, stored, scratch, out)
 }
 
@@ -343,6 +347,16 @@ mod tests {
             let gap = (query.score(out[0], scale) - exact).abs();
             assert!(gap <= query.bound(l1(&stored, scale)), "{gap}");
         }
+    }
+
+    /// A query of other dimensions than the stored vector is never read past its end.
+    #[test]
+    fn a_query_of_other_dimensions_is_read_only_as_far_as_it_goes() {
+        let short = Query::new(&[0.5; 10]).unwrap();
+        let stored = vec![3i8; 384];
+        let mut out = [7];
+        dots(&[&short], &stored, &mut Vec::new(), &mut out);
+        assert_eq!(out[0], 127 * 3 * 10);
     }
 
     #[test]

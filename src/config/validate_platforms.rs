@@ -247,7 +247,7 @@ pub(super) fn watch(c: &Config, p: &mut Problems) {
         p.bad(
             "watch.same_claim_margin",
             format!("is {}", w.same_claim_margin),
-            "add 0.0 to 0.3 to claims.same_claim for unasked labels (0.05 is the default)",
+            "add 0.0 to 0.3 to claims.same_claim for unasked labels (0.02 is the default)",
         );
     }
     for r in &w.label_ratings {

@@ -111,7 +111,7 @@ impl Default for WatchConfig {
             languages: vec!["en".into()],
             min_chars: 30,
             min_word_score: 1.0,
-            same_claim_margin: 0.05,
+            same_claim_margin: 0.02,
             batch: 64,
             linger_ms: 250,
             labels_per_second: 2,
