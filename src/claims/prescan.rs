@@ -21,8 +21,10 @@ pub struct Query {
 }
 
 /// What f32 rounding can add to the gap between the rounded and the exact score (both under
-/// 1e-4 for unit vectors of a few thousand dimensions), with room to spare.
+/// 1e-4 for unit vectors of a few thousand dimensions), with room to spare: this much, and this
+/// share of the rounding's own bound (for vectors far from unit length).
 const ROUNDING: f32 = 1e-3;
+const ROUNDING_SHARE: f32 = 1e-3;
 
 impl Query {
     /// `None` for a query with a component that is not finite: such a query gets no first pass
@@ -48,7 +50,7 @@ impl Query {
     /// The most the rounded score of this query can be from its exact score, against stored
     /// vectors whose L1 norm (scale × Σ|component|) is at most `l1`.
     pub fn bound(&self, l1: f32) -> f32 {
-        self.step / 2.0 * l1 + ROUNDING
+        self.step / 2.0 * l1 * (1.0 + ROUNDING_SHARE) + ROUNDING
     }
 
     /// The rounded score from the integer dot product with a stored vector at `scale`.
@@ -59,7 +61,7 @@ impl Query {
 
 /// A stored vector's L1 norm as the bound needs it.
 pub fn l1(stored: &[i8], scale: f32) -> f32 {
-    stored.iter().map(|s| (*s as i32).unsigned_abs()).sum::<u32>() as f32 * scale
+    stored.iter().map(|s| (*s as i32).unsigned_abs()).sum::<u32>() as f32 * scale.abs()
 }
 
 /// The integer dot product of each of `queries` with one stored vector, into `out` (over the
@@ -244,6 +246,12 @@ impl Collector {
     }
 
     pub fn offer(&mut self, score: f32, row: u32) {
+        // A score that is not finite (a stored scale gone bad) bounds nothing: its row is kept
+        // for the exact pass and sets no floor.
+        if !score.is_finite() {
+            self.rows.push((f32::INFINITY, row));
+            return;
+        }
         if self.best.len() < self.k || score > self.best[0] {
             let at = self.best.partition_point(|b| *b < score);
             self.best.insert(at, score);
@@ -269,7 +277,7 @@ impl Collector {
     /// Takes in another part's collector (the same query over other rows), then keeps only
     /// the rows that can still be among the `k` best of both.
     pub fn merge(&mut self, other: Collector) {
-        for s in other.best {
+        for s in other.best.into_iter().filter(|s| s.is_finite()) {
             if self.best.len() < self.k || s > self.best[0] {
                 let at = self.best.partition_point(|b| *b < s);
                 self.best.insert(at, s);

@@ -226,10 +226,11 @@ impl Compact {
                 single |= end == first;
             }
             if !single {
-                let unk = self.unk_id.ok_or("a character no piece covers, and no unknown piece")?;
                 let candidate = unk_score + till_here;
                 let target = &mut best[starts_at + first];
                 if target.starts_at.is_none() || candidate > target.score {
+                    // As the crate: an error only where the unknown piece would be taken.
+                    let unk = self.unk_id.ok_or("a character no piece covers, and no unknown piece")?;
                     *target = Best {
                         id: unk,
                         score: candidate,
@@ -348,5 +349,13 @@ mod tests {
                 .collect();
             assert_eq!(a, b, "{text:?}");
         }
+        // With no unknown piece: the crate fails only where an unknown character would be
+        // taken, and so does this model.
+        let vocab: Vec<(String, f64)> = vec![("a".into(), -1.0), ("ab".into(), -2.0)];
+        let ours = Compact::new(vocab.clone(), None).unwrap();
+        let theirs = tokenizers::models::unigram::Unigram::from(vocab, None, false).unwrap();
+        assert_eq!(ours.tokenize("ab").unwrap()[0].value, "ab");
+        assert_eq!(theirs.tokenize("ab").unwrap()[0].value, "ab");
+        assert!(ours.tokenize("abz").is_err() && theirs.tokenize("abz").is_err());
     }
 }
