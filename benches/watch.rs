@@ -288,6 +288,8 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         let mut claims = (0usize, 0usize, 0usize);
         // The first posts that repeat none yet were decided "same claim", with the review.
         let mut strangers: Vec<String> = Vec::new();
+        // Each post's fate, by its place in the stream.
+        let mut fate_of: Vec<&'static str> = vec![""; posts.len()];
         let mut phases = musebot::watch::cheap::Phases::default();
         let linger = std::time::Duration::from_millis(config.linger_ms);
         // The daemon's loop (`Watch::run`) around the cheap path.
@@ -311,6 +313,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
             phases = p;
             let now = Instant::now();
             for ((at, repeat, i), fate) in arrived.iter().zip(&decided) {
+                fate_of[*i] = fate.as_str();
                 times.push((now - *at).as_secs_f64() * 1000.0);
                 *fates.entry(fate.as_str()).or_default() += 1;
                 if repeat.is_some() {
@@ -346,7 +349,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
             started.elapsed().as_secs_f64(),
             phases,
             repeat_fates,
-            (claims, strangers),
+            (claims, strangers, fate_of),
         )
     });
     let how = if with_model {
@@ -377,7 +380,41 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
     );
     println!("watch ({how}): resident memory: {}", steps.join("; "));
     println!("watch ({how}): fates {fates:?}");
-    let (claims, strangers) = claims;
+    let (claims, strangers, fate_of) = claims;
+    // A stricter words prefilter (`watch.min_word_score`) would spare the embedding of posts
+    // that match nothing: what each bar would drop, of those and of the posts decided.
+    {
+        let searcher = matcher.searcher();
+        let score = |text: &str| {
+            let cleaned = musebot::claims::matcher::clean_post(musebot::stance::capped(text));
+            matcher.word_score(&searcher, &cleaned)
+        };
+        let (mut unmatched, mut decided): (Vec<f32>, Vec<f32>) = (Vec::new(), Vec::new());
+        for ((text, _, _), fate) in posts.iter().zip(&fate_of) {
+            match *fate {
+                "no_match" => unmatched.push(score(text)),
+                "asserts" | "not_asserted" => decided.push(score(text)),
+                _ => {}
+            }
+        }
+        let bars: Vec<String> = [1.5f32, 2.0, 3.0, 4.0, 6.0]
+            .iter()
+            .map(|bar| {
+                format!(
+                    "at {bar}: {} of {} unmatched, {} of {} decided",
+                    unmatched.iter().filter(|s| *s < bar).count(),
+                    unmatched.len(),
+                    decided.iter().filter(|s| *s < bar).count(),
+                    decided.len()
+                )
+            })
+            .collect();
+        println!(
+            "watch words prefilter ({how}; shipped bar {}): a stricter bar would drop {}",
+            config.min_word_score,
+            bars.join("; ")
+        );
+    }
     let decided = claims.0 + claims.1 + claims.2;
     println!(
         "watch same claim ({how}): {decided} posts decided; {} repeats of the very fact-check matched, {} repeats matched to another, {} posts that repeat none (precision {:.3} on this stream; bar claims.same_claim + watch.same_claim_margin = {:.2}{})",

@@ -110,7 +110,7 @@ impl Default for WatchConfig {
             mastodon: true,
             languages: vec!["en".into()],
             min_chars: 30,
-            min_word_score: 1.0,
+            min_word_score: 2.0,
             same_claim_margin: 0.02,
             batch: 64,
             linger_ms: 250,
