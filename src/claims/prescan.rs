@@ -252,18 +252,23 @@ impl Collector {
             self.rows.push((f32::INFINITY, row));
             return;
         }
-        if self.best.len() < self.k || score > self.best[0] {
-            let at = self.best.partition_point(|b| *b < score);
-            self.best.insert(at, score);
-            if self.best.len() > self.k {
-                self.best.remove(0);
-            }
-        }
+        self.keep(score);
         if score >= self.floor() {
             self.rows.push((score, row));
             if self.rows.len() >= self.limit && !self.all {
                 self.prune();
                 self.limit = self.limit.max(2 * self.rows.len());
+            }
+        }
+    }
+
+    /// Counts `score` among the `k` best rounded scores if it is one.
+    fn keep(&mut self, score: f32) {
+        if self.best.len() < self.k || score > self.best[0] {
+            let at = self.best.partition_point(|b| *b < score);
+            self.best.insert(at, score);
+            if self.best.len() > self.k {
+                self.best.remove(0);
             }
         }
     }
@@ -278,13 +283,7 @@ impl Collector {
     /// the rows that can still be among the `k` best of both.
     pub fn merge(&mut self, other: Collector) {
         for s in other.best.into_iter().filter(|s| s.is_finite()) {
-            if self.best.len() < self.k || s > self.best[0] {
-                let at = self.best.partition_point(|b| *b < s);
-                self.best.insert(at, s);
-                if self.best.len() > self.k {
-                    self.best.remove(0);
-                }
-            }
+            self.keep(s);
         }
         self.rows.extend(other.rows);
         self.prune();

@@ -311,6 +311,15 @@ impl Model for Compact {
 mod tests {
     use super::*;
 
+    fn cut(model: &impl Model, text: &str) -> Vec<(u32, String)> {
+        model
+            .tokenize(text)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.id, t.value))
+            .collect()
+    }
+
     /// The same pieces and ids as the crate's Unigram on a small vocabulary: ties, unknown
     /// characters fused (and a fused run that is a piece), multi-byte characters.
     #[test]
@@ -335,19 +344,7 @@ mod tests {
         for text in [
             "abc", "abcabc", "aébc", "ééé", "çaxyz", "zzab", "", "xyxy", "ab ç c", "é",
         ] {
-            let a: Vec<(u32, String)> = ours
-                .tokenize(text)
-                .unwrap()
-                .into_iter()
-                .map(|t| (t.id, t.value))
-                .collect();
-            let b: Vec<(u32, String)> = theirs
-                .tokenize(text)
-                .unwrap()
-                .into_iter()
-                .map(|t| (t.id, t.value))
-                .collect();
-            assert_eq!(a, b, "{text:?}");
+            assert_eq!(cut(&ours, text), cut(&theirs, text), "{text:?}");
         }
         // With no unknown piece: the crate fails only where an unknown character would be
         // taken, and so does this model.
