@@ -1,30 +1,38 @@
 //! The stance model beside the word rules, in one run: `cargo bench --bench stance`.
 //!
-//! Files scored: the Emergent file named by `MUSEBOT_STANCE_PAIRS` (default: the shared dev
-//! split, `../shared/data/stance/emergent-dev.csv`) and the project's own pairs' `test` split
-//! (`tests/data/stance/pairs.jsonl` same-claim pairs and `multilingual.jsonl`; their `dev`
-//! split is training data). On the default file the shipped model is scored *cross-validated by
-//! claim* (5 folds by the claim's hash: each fold's head is fitted on the other folds and the
-//! own `dev` pairs, so no claim is both trained and scored), at the threshold this very
-//! procedure chooses — the shipped head's threshold. Any other file, and the own test pairs,
-//! are scored by the head as it ships. "Label" means the decision says *asserts*; `for`
-//! (own: `asserts`) is the only positive. Prints, per scorer and file:
-//! `stance shipped: label precision P, recall R, on N pairs (FILE)` and
-//! `stance word-rules: label precision P, recall R, on N pairs (FILE)`, the confusion tables,
-//! the figures by language and the microseconds per pair (the shipped: embedding both texts
-//! included).
+//! Files: the Emergent dev split (`../shared/data/stance/emergent-dev.csv`, news headlines),
+//! the RumourEval 2017 replies (`rumoureval2017.csv`, real replies on Twitter), and the
+//! project's own pairs (`tests/data/stance/`: `pairs.jsonl` same-claim pairs,
+//! `multilingual.jsonl`, `contrastive.jsonl`). The first two and the own `dev` split are the
+//! training data: each is scored *cross-validated by claim* (5 folds by the claim's hash; each
+//! fold's head is fitted on the other folds of every file), at the thresholds this very
+//! procedure chooses on those probabilities (the shipped head's thresholds). The own `test`
+//! split, and any file named by `MUSEBOT_STANCE_PAIRS` (comma-separated CSVs in Emergent's
+//! columns), are scored by the head as it ships. Per scorer and file it prints
+//! `stance shipped: label precision P, recall R, on N pairs (FILE)` ("label": the decision
+//! says *asserts*), `stance shipped sentences: asserts precision P recall R; denies …; asks or
+//! reports …; neutral U of N (FILE)`, the same two for the word rules (`stance word-rules…`:
+//! their own reading, as the bot used it before the model decided), the confusion tables,
+//! the own test pairs by language and the contrastive ones, and the microseconds per pair.
 //!
-//! `--train PATH` also fits the shipped head (all of the dev split and the own dev pairs) and
-//! writes it to PATH with its threshold (`scripts/train-stance.sh` does this and re-pins it).
-//! Settings: the shipped defaults; the multilingual model is the sandbox's
-//! (`MUSEBOT_EMBED_MODEL_MULTI`), as `musebot models install` installs it.
+//! `--train PATH` also writes the head fitted on all the training data, with its thresholds,
+//! to PATH (`scripts/train-stance.sh` does this and re-pins it). Settings: the shipped
+//! defaults; the multilingual model is the sandbox's (`MUSEBOT_EMBED_MODEL_MULTI`), as
+//! `musebot models install` installs it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use musebot::relevance::{Embedder, RelevanceConfig};
-use musebot::stance::train::{self, Figures, Gold, Pair};
-use musebot::stance::{rules, Stance};
+use musebot::stance::fit::DevFile;
+use musebot::stance::train::{self, Featured, Figures, Gold, Pair, Set};
+use musebot::stance::{rules, Reading, Stance, CLASSES};
+
+/// The precision each sentence must reach on a dev file (`for`, `against`, `observing`):
+/// headlines, real replies, the own posts.
+const HEADLINES: [f32; CLASSES] = [0.90, 0.85, 0.80];
+const REPLIES: [f32; CLASSES] = [0.50, 0.50, 0.85];
+const OWN: [f32; CLASSES] = [0.95, 0.85, 0.80];
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
@@ -38,18 +46,18 @@ fn main() {
         .and_then(|i| argv.get(i + 1))
         .map(PathBuf::from);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let default_file = "../shared/data/stance/emergent-dev.csv";
-    let file = std::env::var("MUSEBOT_STANCE_PAIRS")
-        .ok()
-        .filter(|f| !f.is_empty())
-        .unwrap_or_else(|| default_file.to_string());
-    let path = if Path::new(&file).is_absolute() {
-        PathBuf::from(&file)
-    } else {
-        repo.join(&file)
+    let read = |file: &str| {
+        let path = if Path::new(file).is_absolute() {
+            PathBuf::from(file)
+        } else {
+            repo.join(file)
+        };
+        train::read_emergent(&path).unwrap_or_else(|e| panic!("{e}"))
     };
-    let cross_validated = file == default_file;
-    let emergent = train::read_emergent(&path).unwrap_or_else(|e| panic!("{e}"));
+    let emergent_file = "../shared/data/stance/emergent-dev.csv";
+    let replies_file = "../shared/data/stance/rumoureval2017.csv";
+    let emergent = read(emergent_file);
+    let replies = read(replies_file);
     let own = train::read_own(repo, &repo.join("../shared/data/claim-matching")).unwrap_or_else(|e| panic!("{e}"));
     let (own_dev, own_test): (Vec<Pair>, Vec<Pair>) = own.into_iter().partition(|p| p.split == "dev");
     let sandbox = sandbox();
@@ -60,139 +68,234 @@ fn main() {
         ..RelevanceConfig::default()
     })
     .expect("the sandbox's multilingual model loads");
-    let embed = |pairs: &[Pair]| -> Vec<Vec<f32>> {
-        let texts: Vec<String> = pairs
-            .iter()
-            .flat_map(|p| [musebot::stance::capped(&p.post).to_string(), p.claim.clone()])
-            .collect();
-        embedder.embed(&texts).expect("embedding")
+    let featurize = |pairs: &[Pair]| -> Vec<Featured> {
+        let (texts, index) = train::embedded_texts(pairs);
+        let v = embedder.embed(&texts).expect("embedding");
+        train::featurize(pairs, &v, &index)
     };
+    let shipped = musebot::stance::head();
     println!(
-        "settings: shipped defaults; stance head {} (threshold {:.3}); multilingual model {}",
+        "settings: shipped defaults; stance head {} (thresholds {}); multilingual model {}",
         musebot::pins::STANCE_HEAD,
-        musebot::stance::head().map_or(f32::NAN, |h| h.threshold),
+        shipped.map_or("none: the head does not load".into(), |h| format!("{:?}", h.thresholds)),
         sandbox["MUSEBOT_EMBED_MODEL_MULTI"]
     );
 
-    // The file: cross-validated (the default dev split) or as shipped.
     let started = Instant::now();
-    let vectors = embed(&emergent);
-    let featured = train::featurize(&emergent, &vectors);
+    let f_emergent = featurize(&emergent);
     let embed_us = started.elapsed().as_secs_f64() * 1e6 / emergent.len().max(1) as f64;
-    let gold: Vec<Gold> = emergent.iter().map(|p| p.gold).collect();
-    let dev_vectors = embed(&own_dev);
+    let f_replies = featurize(&replies);
+    let f_own_dev = featurize(&own_dev);
     let weight = train::own_weight();
-    let extra: Vec<(Vec<f32>, bool)> = train::featurize(&own_dev, &dev_vectors)
-        .into_iter()
-        .zip(&own_dev)
-        .flat_map(|((f, _), p)| std::iter::repeat_n((f, p.gold == Gold::For), weight))
-        .collect();
-    println!(
-        "training: each own dev pair counts {weight} times (train::OWN_WEIGHT {})",
-        train::OWN_WEIGHT
-    );
-    let (decided, threshold) = if cross_validated {
-        let folds = train::folds(&emergent, 5);
-        let scores = train::cross_validate(&featured, &gold, &folds, 5, &extra);
-        let threshold = train::choose_threshold(&scores, &featured, &gold, 0.5);
-        let decided: Vec<Stance> = scores
-            .iter()
-            .zip(&featured)
-            .map(|(s, (f, r))| train::stance_at(*s, *r, threshold, f))
-            .collect();
-        (decided, threshold)
-    } else {
-        let head = musebot::stance::head().expect("the shipped head loads");
-        let decided = emergent
-            .iter()
-            .zip(&featured)
-            .map(|(p, (f, r))| {
-                if f.len() == musebot::stance::features::LEN {
-                    train::stance_at(head.score(f), *r, head.threshold, f)
-                } else {
-                    musebot::stance::decide(&p.post, &p.claim, None).stance
-                }
-            })
-            .collect();
-        (decided, head.threshold)
-    };
-    let how = if cross_validated {
-        format!("cross-validated by claim, 5 folds; threshold {threshold:.3} chosen on these scores")
-    } else {
-        format!("the shipped head, threshold {threshold:.3}")
-    };
-    report("shipped", &file, &emergent, &decided, &how);
+    let (l2, steps) = musebot::stance::fit::l2_and_steps();
+    println!("training: the gate on every row; the posts' expert on Emergent dev and the own dev pairs ({weight} times each, train::OWN_WEIGHT {}); the replies' expert on RumourEval 2017 and the own dev pairs once; L2 {l2}, {steps} steps", train::OWN_WEIGHT);
+    let gold = |pairs: &[Pair]| pairs.iter().map(|p| p.gold).collect::<Vec<Gold>>();
+    let sets = [
+        Set {
+            featured: &f_emergent,
+            gold: gold(&emergent),
+            replies: false,
+            weights: train::HEADLINES,
+            folds: Some(train::folds(&emergent, 5)),
+        },
+        Set {
+            featured: &f_replies,
+            gold: gold(&replies),
+            replies: true,
+            weights: train::REPLIES,
+            folds: Some(train::folds(&replies, 5)),
+        },
+        Set {
+            featured: &f_own_dev,
+            gold: gold(&own_dev),
+            replies: false,
+            weights: train::own_weights(),
+            folds: Some(train::folds(&own_dev, 5)),
+        },
+    ];
     let started = Instant::now();
-    let by_rules = train::rules_alone(&emergent);
-    let rules_us = started.elapsed().as_secs_f64() * 1e6 / emergent.len().max(1) as f64;
-    report(
-        "word-rules",
-        &file,
-        &emergent,
-        &by_rules,
-        "the rules' asserts as the label",
-    );
-
-    // The head this data gives (what `--train` writes; with MUSEBOT_STANCE_OWN_WEIGHT set, a
-    // candidate scored below beside the shipped one).
-    let mut x: Vec<Vec<f32>> = featured.iter().map(|(f, _)| f.clone()).collect();
-    let mut y: Vec<bool> = gold.iter().map(|g| *g == Gold::For).collect();
-    for (f, label) in &extra {
-        x.push(f.clone());
-        y.push(*label);
+    let cv = train::cross_validate(&sets, 5);
+    let fit_s = started.elapsed().as_secs_f64();
+    let probs: Vec<Vec<Reading>> = cv.into_iter().map(|p| p.expect("folds")).collect();
+    let classes = |g: &[Gold]| g.iter().map(|g| g.class()).collect::<Vec<usize>>();
+    let questions = |f: &[Featured]| f.iter().map(|f| f.question).collect::<Vec<bool>>();
+    let (c0, c1, c2) = (classes(&sets[0].gold), classes(&sets[1].gold), classes(&sets[2].gold));
+    let (q0, q1, q2) = (questions(&f_emergent), questions(&f_replies), questions(&f_own_dev));
+    let rules_of = |f: &[Featured]| f.iter().map(|f| f.opposed).collect::<Vec<bool>>();
+    let (r0, r1, r2) = (rules_of(&f_emergent), rules_of(&f_replies), rules_of(&f_own_dev));
+    let dev = [
+        DevFile {
+            name: emergent_file,
+            readings: &probs[0],
+            gold: &c0,
+            question: &q0,
+            opposed: &r0,
+            targets: HEADLINES,
+        },
+        DevFile {
+            name: replies_file,
+            readings: &probs[1],
+            gold: &c1,
+            question: &q1,
+            opposed: &r1,
+            targets: REPLIES,
+        },
+        DevFile {
+            name: "own dev",
+            readings: &probs[2],
+            gold: &c2,
+            question: &q2,
+            opposed: &r2,
+            targets: OWN,
+        },
+    ];
+    for file in &dev {
+        curve(file);
     }
-    let mut fitted = train::fit(&x, &y);
-    fitted.threshold = (threshold * 1e4).round() / 1e4;
-    // The own test pairs: the head as it ships (fitted on their dev split, never these).
-    let own_file = "tests/data/stance/{pairs,multilingual}.jsonl (test split)";
+    if let Ok(out) = std::env::var("MUSEBOT_STANCE_DUMP") {
+        // Every dev pair's cross-validated reading, to read the errors by hand.
+        let mut text = String::new();
+        for (pairs, readings, featured) in [
+            (&emergent, &probs[0], &f_emergent),
+            (&replies, &probs[1], &f_replies),
+            (&own_dev, &probs[2], &f_own_dev),
+        ] {
+            for ((p, r), f) in pairs.iter().zip(readings).zip(featured) {
+                text.push_str(&format!(
+                    "{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{:.3}\t{}\t{}\t{}\n",
+                    p.group.replace('\t', " "),
+                    p.gold.as_str(),
+                    r.p[0],
+                    r.p[1],
+                    r.p[2],
+                    r.reply,
+                    f.opposed,
+                    p.claim.replace(['\t', '\n'], " "),
+                    p.post.replace(['\t', '\n'], " ")
+                ));
+            }
+        }
+        std::fs::write(&out, text).expect("the dump");
+    }
+    let thresholds = musebot::stance::fit::thresholds(&dev);
+    println!("thresholds chosen on the cross-validated probabilities (targets: headlines {HEADLINES:?}, replies {REPLIES:?}, own {OWN:?}): {thresholds:?}; {fit_s:.0} s for 5 fits");
+    let cv_thresholds = thresholds;
+    let how = "cross-validated by claim, 5 folds; thresholds chosen on these probabilities";
+    for (i, (file, pairs, featured)) in [
+        (emergent_file, &emergent, &f_emergent),
+        (replies_file, &replies, &f_replies),
+        ("tests/data/stance (dev split)", &own_dev, &f_own_dev),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let decided = train::sentences(&cv_thresholds, &probs[i], featured, musebot::stance::POLARITY_GUARD);
+        report("shipped", file, pairs, &decided, how);
+        let unvetoed = train::sentences(&cv_thresholds, &probs[i], featured, !musebot::stance::POLARITY_GUARD);
+        println!(
+            "  the same {} the polarity guard: {}",
+            if musebot::stance::POLARITY_GUARD {
+                "without"
+            } else {
+                "with"
+            },
+            Figures::of(&unvetoed, &gold(pairs)).sentences_text()
+        );
+        report(
+            "word-rules",
+            file,
+            pairs,
+            &train::rules_alone(pairs),
+            "the rules' own reading",
+        );
+    }
+
+    // The own test pairs and any named file: the head as it ships.
+    let own_file = "tests/data/stance/{pairs,multilingual,contrastive}.jsonl (test split)";
     let started = Instant::now();
     let texts: Vec<(&str, &str)> = own_test.iter().map(|p| (p.post.as_str(), p.claim.as_str())).collect();
-    let shipped: Vec<Stance> = musebot::stance::decide_all(Some(&embedder), &texts)
+    let decided: Vec<Stance> = musebot::stance::decide_all(Some(&embedder), &texts)
         .into_iter()
         .map(|s| s.stance)
         .collect();
     let own_us = started.elapsed().as_secs_f64() * 1e6 / own_test.len().max(1) as f64;
-    report("shipped", own_file, &own_test, &shipped, "the shipped head");
+    report("shipped", own_file, &own_test, &decided, "the shipped head");
     report(
         "word-rules",
         own_file,
         &own_test,
         &train::rules_alone(&own_test),
-        "the rules' asserts as the label",
+        "the rules' own reading",
     );
-    by_language(&own_test, &shipped);
-    examples(&embedder, None);
-    if std::env::var("MUSEBOT_STANCE_OWN_WEIGHT").is_ok() {
-        let candidate: Vec<Stance> = own_test
-            .iter()
-            .zip(train::featurize(&own_test, &embed(&own_test)))
-            .map(|(_, (f, r))| train::stance_at(fitted.score(&f), r, fitted.threshold, &f))
+    by_language(&own_test, &decided);
+    contrastive(&own_test, &decided);
+    for file in std::env::var("MUSEBOT_STANCE_PAIRS")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|f| !f.trim().is_empty())
+    {
+        let pairs = read(file.trim());
+        let texts: Vec<(&str, &str)> = pairs.iter().map(|p| (p.post.as_str(), p.claim.as_str())).collect();
+        let decided: Vec<Stance> = musebot::stance::decide_all(Some(&embedder), &texts)
+            .into_iter()
+            .map(|s| s.stance)
             .collect();
+        report("shipped", file.trim(), &pairs, &decided, "the shipped head");
         report(
-            "candidate",
-            own_file,
-            &own_test,
-            &candidate,
-            "the head fitted in this run",
+            "word-rules",
+            file.trim(),
+            &pairs,
+            &train::rules_alone(&pairs),
+            "the rules' own reading",
         );
-        examples(&embedder, Some(&fitted));
+    }
+    examples(&embedder, None);
+    let sets_all = &sets;
+    let mut fitted = if write_to.is_some() || std::env::var("MUSEBOT_STANCE_OWN_WEIGHT").is_ok() {
+        Some(train::fit_all(sets_all))
+    } else {
+        None
+    };
+    if let Some(h) = fitted.as_mut() {
+        h.thresholds = thresholds;
+        if std::env::var("MUSEBOT_STANCE_OWN_WEIGHT").is_ok() {
+            let f = featurize(&own_test);
+            let p: Vec<Reading> = f.iter().map(|x| h.read(&x.features)).collect();
+            report(
+                "candidate",
+                own_file,
+                &own_test,
+                &train::sentences(&h.thresholds, &p, &f, musebot::stance::POLARITY_GUARD),
+                "the head fitted in this run",
+            );
+            examples(&embedder, Some(h));
+        }
     }
     println!(
-        "time per pair: shipped {embed_us:.0} µs on {} (embedding post and claim, 1 thread session; the decision itself {:.1} µs), {own_us:.0} µs on the own pairs; word rules {rules_us:.1} µs",
-        file,
-        decision_us(&featured)
+        "time per pair: shipped {embed_us:.0} µs on {emergent_file} (embedding post and claim, 1 thread session; the decision itself {:.1} µs), {own_us:.0} µs on the own pairs; word rules {:.1} µs",
+        decision_us(&f_emergent),
+        rules_us(&emergent)
     );
 
-    if let Some(out) = write_to {
-        let mut head = fitted.clone();
-        let f = Figures::of(&decided, &gold);
+    if let (Some(out), Some(mut head)) = (write_to, fitted) {
+        let figures = |i: usize, pairs: &[Pair], f: &[Featured]| {
+            let fg = Figures::of(
+                &train::sentences(&head.thresholds, &probs[i], f, musebot::stance::POLARITY_GUARD),
+                &gold(pairs),
+            );
+            fg.sentences_text()
+        };
         head.trained = serde_json::json!({
             "by": "scripts/train-stance.sh (cargo bench --bench stance -- --train)",
-            "pairs": {"emergent_dev": emergent.len(), "own_dev": own_dev.len(), "own_weight": weight},
+            "pairs": {"emergent_dev": emergent.len(), "rumoureval2017": replies.len(), "own_dev": own_dev.len(), "own_weights": train::own_weights()},
             "features": "src/stance/features.rs",
-            "l2": train::L2, "steps": train::STEPS,
-            "threshold_from": "claim-fold cross-validation on the Emergent dev split: highest label precision at recall >= 0.5",
-            "cross_validated": {"precision": (f.precision() * 1e3).round() / 1e3, "recall": (f.recall() * 1e3).round() / 1e3},
+            "l2": musebot::stance::fit::L2, "steps": musebot::stance::fit::STEPS,
+            "thresholds_from": "claim-fold cross-validation on the training files: per sentence, the lowest probability whose precision reaches every file's target",
+            "cross_validated": {
+                "emergent_dev": figures(0, &emergent, &f_emergent),
+                "rumoureval2017": figures(1, &replies, &f_replies),
+                "own_dev": figures(2, &own_dev, &f_own_dev),
+            },
         });
         let text = serde_json::to_string(&head).expect("a head serialises") + "\n";
         std::fs::write(&out, &text).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
@@ -204,18 +307,57 @@ fn main() {
     }
 }
 
-/// The decision alone (a dot product), per pair.
-fn decision_us(featured: &[(Vec<f32>, Stance)]) -> f64 {
+/// Each sentence's precision and recall on a dev file's cross-validated probabilities at a
+/// few thresholds (what the thresholds are chosen from).
+fn curve(file: &DevFile) {
+    for (k, name) in ["asserts", "denies", "observing"].iter().enumerate() {
+        let positives = file.gold.iter().filter(|g| **g == k).count().max(1);
+        let mut line = format!("  curve {name} ({}, {positives} gold):", file.name);
+        for t in [0.4f32, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95] {
+            let (mut said, mut right) = (0usize, 0usize);
+            for (r, g) in file.readings.iter().zip(file.gold) {
+                let p = r.p;
+                let best = (0..CLASSES).max_by(|a, b| p[*a].total_cmp(&p[*b])).unwrap_or(2);
+                if best == k && p[k] >= t {
+                    said += 1;
+                    right += usize::from(*g == k);
+                }
+            }
+            let precision = if said == 0 {
+                f32::NAN
+            } else {
+                right as f32 / said as f32
+            };
+            line.push_str(&format!(
+                " {t}: P {precision:.2} R {:.2} ({said});",
+                right as f32 / positives as f32
+            ));
+        }
+        println!("{line}");
+    }
+}
+
+/// The decision alone (three dot products), per pair.
+fn decision_us(featured: &[Featured]) -> f64 {
     let Some(head) = musebot::stance::head() else {
         return f64::NAN;
     };
     let started = Instant::now();
     let mut n = 0usize;
-    for (f, _) in featured {
-        n += usize::from(head.score(f) > head.threshold);
+    for f in featured {
+        let r = head.read(&f.features);
+        n += usize::from(
+            musebot::stance::sentence(&head.thresholds, r, f.question, f.opposed, true).0 == Stance::Asserts,
+        );
     }
     std::hint::black_box(n);
     started.elapsed().as_secs_f64() * 1e6 / featured.len().max(1) as f64
+}
+
+fn rules_us(pairs: &[Pair]) -> f64 {
+    let started = Instant::now();
+    std::hint::black_box(train::rules_alone(pairs));
+    started.elapsed().as_secs_f64() * 1e6 / pairs.len().max(1) as f64
 }
 
 fn report(scorer: &str, file: &str, pairs: &[Pair], decided: &[Stance], how: &str) {
@@ -227,11 +369,28 @@ fn report(scorer: &str, file: &str, pairs: &[Pair], decided: &[Stance], how: &st
         f.recall(),
         pairs.len()
     );
+    println!("stance {scorer} sentences: {} ({file})", f.sentences_text());
     println!(
         "  {how}; against labelled: {}\n{}",
         f.against_labelled(),
         indent(&f.table_text())
     );
+}
+
+/// The contrastive pairs (a claim and its negation, a post stating either): how many true
+/// posts were told they assert the false claim.
+fn contrastive(pairs: &[Pair], decided: &[Stance]) {
+    let (n, wrong) = pairs
+        .iter()
+        .zip(decided)
+        .filter(|(p, _)| p.group.starts_with("cx:") && p.gold == Gold::Against)
+        .fold((0, 0), |(n, w), (_, s)| (n + 1, w + usize::from(*s == Stance::Asserts)));
+    println!("  contrastive: {wrong} of {n} posts that state a claim's opposite read as asserting it");
+    for (p, s) in pairs.iter().zip(decided) {
+        if p.group.starts_with("cx:") && p.gold == Gold::Against && *s == Stance::Asserts {
+            println!("    read as asserting {:?}: {}", p.claim, p.post);
+        }
+    }
 }
 
 fn by_language(pairs: &[Pair], decided: &[Stance]) {
@@ -249,14 +408,13 @@ fn by_language(pairs: &[Pair], decided: &[Stance]) {
         let r: Vec<Stance> = pairs
             .iter()
             .filter(|p| p.lang == lang)
-            .map(|p| rules::stance(&p.post, &p.claim))
+            .map(|p| rules::stance(&musebot::stance::seen(&p.post), &p.claim))
             .collect();
         let fr = Figures::of(&r, &g);
         println!(
-            "  {lang}: {} pairs; shipped precision {:.3} recall {:.3}; word rules precision {:.3} recall {:.3}",
+            "  {lang}: {} pairs; shipped {}; word rules precision {:.3} recall {:.3}",
             d.len(),
-            f.precision(),
-            f.recall(),
+            f.sentences_text(),
             fr.precision(),
             fr.recall()
         );
@@ -284,19 +442,25 @@ fn examples(embedder: &Embedder, head: Option<&musebot::stance::Head>) {
     let posts = [
         "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.",
         "The Great Wall of China is visible from the Moon with the naked eye!",
+        "The Great Wall of China is NOT visible from the Moon with the naked eye, lol. Don't believe it!",
+        "Scientists confirmed that the Great Wall of China is visible from the Moon with the naked eye https://www.youtube.com/watch?v=abc",
         "It is a myth that the Great Wall of China is visible from the Moon with the naked eye. Astronauts have said so many times.",
         "Is the Great Wall visible from the Moon?",
         "Viral post claims the Great Wall is visible from the Moon",
         "La Gran Muralla China se ve desde la Luna a simple vista.",
         "Non, la Grande Muraille de Chine n'est pas visible depuis la Lune.",
     ];
-    let pairs: Vec<(&str, &str)> = posts.iter().map(|p| (*p, wall)).collect();
-    let texts: Vec<String> = pairs.iter().flat_map(|(p, c)| [p.to_string(), c.to_string()]).collect();
+    let n = musebot::stance::features::PAIR_TEXTS;
+    let texts: Vec<String> = posts
+        .iter()
+        .flat_map(|p| musebot::stance::pair_texts(p, wall))
+        .collect();
     let v = embedder.embed(&texts).expect("embedding");
     for (i, post) in posts.iter().enumerate() {
+        let mine = &v[n * i..n * (i + 1)];
         let s = match head {
-            Some(h) => musebot::stance::decide_with(Some(h), post, wall, Some((&v[2 * i], &v[2 * i + 1]))),
-            None => musebot::stance::decide(post, wall, Some((&v[2 * i], &v[2 * i + 1]))),
+            Some(h) => musebot::stance::decide_with(Some(h), post, wall, Some(mine)),
+            None => musebot::stance::decide(post, wall, Some(mine)),
         };
         let who = if head.is_some() { "candidate" } else { "shipped" };
         println!("  example ({who}): {} ({:.2}): {post}", s.stance.as_str(), s.score);

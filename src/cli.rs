@@ -226,8 +226,15 @@ pub fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Check { path },
         } => match Config::load(&path) {
-            Ok(_) => {
+            Ok(c) => {
                 println!("{}: ok", path.display());
+                let muse = c.daemon.pipeline == crate::config::PipelineMode::Muse;
+                if let (true, Err(why)) = (
+                    muse,
+                    crate::stance::availability(!c.relevance.multilingual_model.is_empty()),
+                ) {
+                    println!("note: {why}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => config_failure(&e),

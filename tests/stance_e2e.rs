@@ -4,8 +4,12 @@
 //! water cures COVID-19" as False (imported into the corpus before the daemon starts):
 //!
 //! - a post asserting the claim is told "This post is false." with the check named;
-//! - a post debunking it is told it agrees with the fact-checkers, a question and a report
-//!   hear about the claim and its rating — none of them is called false;
+//! - a post debunking it is told it agrees with the fact-checkers, a question that it asks, a
+//!   report that it reports — none of them is called false;
+//! - an assertion full of cue words ("LOL", "don't", "lies") is never told it agrees, an
+//!   assertion with a video link (`watch?v=…`) is never told it asks, and a true post matched
+//!   to a check of its negation ("The MMR vaccine is not safe for children", False) is never
+//!   told "This post is false." — each gets its own sentence or the neutral one;
 //! - the asserting post edited into a denial gets an update saying the post agrees with the
 //!   fact-checkers (the follower's re-check decides the stance again).
 
@@ -43,14 +47,29 @@ async fn answer_to(mock: &MockMastodon, target: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
     let sandbox = Sandbox::load();
-    let site = lemon_water_site().await;
+    // Two checks: the lemon water claim, and a negated false claim whose true opposite a
+    // user may post.
+    let mmr = "/2025/06/mmr-safety/";
+    let mmr_claim = "The MMR vaccine is not safe for children";
+    let site = web::Site::start(BTreeMap::from([
+        lemon_water_page(),
+        check_page(
+            mmr,
+            mmr_claim,
+            "False",
+            "The MMR vaccine is safe",
+            "Decades of studies of millions of children show the MMR vaccine is safe and effective. ",
+        ),
+    ]))
+    .await;
     let search = web::SearchServer::start(|_| Vec::new()).await;
     let llm = ScriptedLlm::start(Script::routed(common::lemon_water)).await;
-    let mock = MockMastodon::start().await;
+    // Seven answers, each polled for: more reads than the default window allows.
+    let mock = MockMastodon::start_with_ratelimit(5_000).await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let extra = format!(
-        "[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n{}[fetch]\ntest_allow_addrs = [\"{}\"]\ntest_resolve = [\"{LEMON_HOST}={}\"]\n[living]\nfollow_secs = 5\n",
+        "[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n{}[fetch]\ntest_allow_addrs = [\"{}\"]\ntest_resolve = [\"{LEMON_HOST}={}\"]\n[living]\nfollow_secs = 5\n[limits]\nchecks_per_requester_per_hour = 20\n",
         search.base_url(),
         relevance_toml(&sandbox),
         site.addr,
@@ -60,7 +79,11 @@ async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
     let dump = dir.path().join("reviews.jsonl");
-    std::fs::write(&dump, lemon_water_review()).unwrap();
+    std::fs::write(
+        &dump,
+        lemon_water_review() + &review_line(mmr, mmr_claim, "False", "The MMR vaccine is safe"),
+    )
+    .unwrap();
     let (code, out, err) = musebot(&[
         "index",
         "import",
@@ -79,12 +102,24 @@ async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
         ),
         (
             "denies",
-            "It is a myth that drinking hot lemon water cures COVID-19. There is no evidence for it at all.",
+            "Sorry, but hot lemon water does not cure COVID-19. That viral claim is a myth.",
         ),
         ("asks", "Is it true that drinking hot lemon water cures COVID-19?"),
         (
             "mentions",
             "A viral post claims that drinking hot lemon water cures COVID-19.",
+        ),
+        (
+            "cues",
+            "LOL they don't want you to know: drinking hot lemon water cures COVID-19!!! Big pharma lies",
+        ),
+        (
+            "link",
+            "Drinking hot lemon water cures COVID-19, watch https://www.youtube.com/watch?v=dQw4w9WgXcQ",
+        ),
+        (
+            "true",
+            "The MMR vaccine is safe for children. Decades of data, millions of kids: get them vaccinated.",
         ),
     ];
     let mut answers = BTreeMap::new();
@@ -101,16 +136,12 @@ async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
         asserts.starts_with("@bob This post is false. Fact-checked: FactCheck.org rated it \"False\""),
         "{asserts}\n{log}"
     );
-    for stance in ["denies", "asks", "mentions"] {
+    for stance in ["denies", "asks", "mentions", "true"] {
         let said = &answers[stance].1;
         assert!(!said.contains("This post is false"), "{stance}: {said}");
         assert!(
             said.contains("FactCheck.org rated it \"False\""),
             "{stance}: the check named: {said}"
-        );
-        assert!(
-            said.contains("Drinking hot lemon water cures COVID-19"),
-            "{stance}: the claim named: {said}"
         );
     }
     assert!(
@@ -126,9 +157,33 @@ async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
         answers["asks"].1
     );
     assert!(
-        !answers["mentions"].1.contains("This post agrees"),
-        "a report is not told it agrees: {}",
+        answers["mentions"].1.starts_with("@bob This post reports a claim"),
+        "{}",
         answers["mentions"].1
+    );
+    // Cue words never make an assertion a denial; a link's query is no question; a true post
+    // is never false for a check of its negation. Each gets its sentence or the neutral one.
+    for stance in ["denies", "asks", "mentions"] {
+        let said = &answers[stance].1;
+        assert!(
+            said.contains("Drinking hot lemon water cures COVID-19"),
+            "{stance}: the claim named: {said}"
+        );
+    }
+    let neutral = "@bob A claim this post touches on has been fact-checked";
+    let cues = &answers["cues"].1;
+    assert!(!cues.contains("agrees") && !cues.contains("asks about"), "{cues}");
+    assert!(
+        cues.starts_with("@bob This post is false.") || cues.starts_with(neutral),
+        "{cues}"
+    );
+    let link = &answers["link"].1;
+    assert!(!link.contains("asks about") && !link.contains("agrees"), "{link}");
+    let truth = &answers["true"].1;
+    assert!(!truth.contains("This post is false"), "{truth}");
+    assert!(
+        truth.contains("The MMR vaccine is not safe for children"),
+        "the check named: {truth}"
     );
 
     // The asserting post is edited into a denial: the follower's re-check decides the stance
@@ -136,7 +191,7 @@ async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
     mock.edit(
         ALICE_TOKEN,
         asserting_id,
-        "Update: drinking hot lemon water does NOT cure COVID-19, that was a myth. Sorry for sharing it.",
+        "Sorry, but hot lemon water does not cure COVID-19. That viral claim is a myth.",
     )
     .await;
     let all = mock

@@ -87,6 +87,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         }
     }
     let pipeline = crate::pipeline::build(&config, Some(store.clone()), Some(metrics.clone()), None)?;
+    if let Some(m) = &pipeline.muse {
+        // Said once here, not at each answer: which sentences about a post the bot cannot say.
+        if let Err(why) = crate::stance::availability(m.multilingual.is_some()) {
+            tracing::warn!(%why, "the stance model cannot run: every post gets the neutral sentence");
+        }
+    }
     if let Some(dir) = index_dir {
         // The feeds' reviews join the fact-check corpus, embedded with the pipeline's models.
         let sink: Option<Box<dyn Fn() -> crate::index::refresh::ClaimsSink + Send>> =

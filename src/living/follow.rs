@@ -8,7 +8,7 @@
 //! platform cannot tell) → the answer stays, marked `hidden` (a block must not take a
 //! correction down while the false post stays up), looked for in the batch reads only and
 //! followed again once the bot sees it again. Edited (another digest of
-//! its text) → a re-check at once when its words changed (spacing, case or punctuation alone
+//! its text) → a re-check at once when its words changed (spacing or case alone
 //! is not re-checked), which posts an update only if the verdict changes. The post that
 //! asked deleted (confirmed the same way) → the answer stays, unless
 //! `delete_when_asker_deletes`. A rate limit ends the round; other errors skip the post until
@@ -224,7 +224,7 @@ impl Follower {
         Ok(())
     }
 
-    /// The checked post reads otherwise now. Its words the same (spacing, case, punctuation):
+    /// The checked post reads otherwise now. Its words the same (spacing, case):
     /// the new digest is taken and nothing is re-checked. Else its old claim vector is
     /// forgotten at once (claim memory must not answer the old words from it) and a re-check
     /// is set at once — the cooldown does not hold edits, the idle bound does. The new text

@@ -167,7 +167,7 @@ async fn an_asker_who_blocks_the_bot_has_not_deleted_the_ask() {
     assert_eq!(f.round().await.unwrap().deleted, 1);
 }
 
-/// An edit of spacing, case or punctuation re-checks nothing; an edit into another claim
+/// An edit of spacing or case re-checks nothing; an edit into another claim
 /// right after an asked re-check (within the cooldown) is re-checked at once, and said once.
 #[tokio::test]
 async fn an_edit_that_changes_the_words_is_rechecked_at_once_and_a_trivial_one_not_at_all() {
@@ -183,7 +183,7 @@ async fn an_edit_that_changes_the_words_is_rechecked_at_once_and_a_trivial_one_n
         p.text = text.into();
         double.add_post(p);
     };
-    edit("the  moon is made of CHEESE!!");
+    edit("the  moon is made of CHEESE.");
     let round = f.round().await.unwrap();
     assert_eq!(round.edited, 0, "{round:?}");
     let now = f.store.kept("mastodon:1").unwrap().unwrap();
@@ -207,18 +207,19 @@ async fn an_edit_that_changes_the_words_is_rechecked_at_once_and_a_trivial_one_n
     assert_eq!(f.round().await.unwrap().edited, 0);
 }
 
-/// Signs that change what a post says are words: a minus, a percent, a currency, a decimal
-/// separator between digits, an emoji, any question mark.
+/// Every character the stance reads is a word: a minus, a percent, a currency, a decimal
+/// separator, an emoji, any question mark, quote marks (a quoted claim is reported, an
+/// unquoted one asserted), an exclamation, a full stop. Spacing and case are not.
 #[test]
-fn only_spacing_case_and_sentence_punctuation_are_not_words() {
+fn only_spacing_and_case_are_not_words() {
     let words = |t: &str| {
         let mut p = post("1");
         p.text = t.into();
         crate::living::words(&p)
     };
     assert_eq!(
-        words("The Moon is  made of cheese."),
-        words("the moon is made of CHEESE!")
+        words("The Moon is  made of cheese.\n"),
+        words("the moon is made of CHEESE.")
     );
     for (a, b) in [
         ("It rose 5 points", "It rose -5 points"),
@@ -227,6 +228,9 @@ fn only_spacing_case_and_sentence_punctuation_are_not_words() {
         ("1,500 died", "1.500 died"),
         ("Vaccines are safe ✅", "Vaccines are safe ❌"),
         ("Es seguro", "Es seguro？"),
+        ("\"Vaccines cause autism\" they say", "Vaccines cause autism they say"),
+        ("'5G spreads the virus'", "5G spreads the virus"),
+        ("No. 5G spreads the virus", "No 5G spreads the virus"),
         ("A = B", "A ≠ B"),
     ] {
         assert_ne!(words(a), words(b), "{a} / {b}");

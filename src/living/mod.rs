@@ -41,32 +41,16 @@ pub fn digest(post: &Post) -> String {
 }
 
 /// The digest of a kept post's words: [`digest`] over the text, alt texts and quoted text
-/// lower-cased, with every run of spacing and sentence punctuation (`.,;:!'"`, not between
-/// digits) one space. An edit that fixes spacing, case or such punctuation leaves it; one
-/// that changes a word, a number, a sign or an emoji, or adds a question mark, does not.
+/// lower-cased, with every run of spacing one space. It keeps every character the stance
+/// reads (`crate::stance`: punctuation, quote marks, signs, emoji; not case), so an edit that
+/// could change what the bot says about the post re-checks it; one that fixes spacing or case
+/// alone does not.
 pub fn words(post: &Post) -> String {
     let norm = |t: &str| -> String {
-        let chars: Vec<char> = t.chars().flat_map(char::to_lowercase).collect();
-        let mut out = String::with_capacity(t.len());
-        let mut gap = false;
-        for (i, &c) in chars.iter().enumerate() {
-            // Only spacing and sentence punctuation fold, never between digits ("1,500" is
-            // not "1.500"); every other sign — minus, %, currency, ≠, emoji, any question
-            // mark — is a word.
-            let digits = |j: Option<usize>| j.and_then(|j| chars.get(j)).is_some_and(char::is_ascii_digit);
-            let folds =
-                c.is_whitespace() || (".,;:!'\"".contains(c) && !(digits(i.checked_sub(1)) && digits(Some(i + 1))));
-            if folds {
-                gap = true;
-                continue;
-            }
-            if gap && !out.is_empty() {
-                out.push(' ');
-            }
-            gap = false;
-            out.push(c);
-        }
-        out
+        t.split_whitespace()
+            .flat_map(|w| [" ".to_string(), w.to_lowercase()])
+            .skip(1)
+            .collect()
     };
     let mut h = Sha256::new();
     h.update(norm(&post.text).as_bytes());

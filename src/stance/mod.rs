@@ -3,21 +3,27 @@
 //! fact-check becomes a statement about a post: the reply's wording, labels, the watch, the
 //! moderators' findings, re-checks.
 //!
-//! The model is the project's own: a logistic head ([`Head`], `head.json`, pinned by SHA-256
-//! in `crate::pins::STANCE_HEAD`) over the features of [`features`] — word cues in the bot's
-//! 19 languages, the word rules' decision ([`rules`]) and the multilingual sentence embeddings
-//! (Universal Sentence Encoder multilingual v3) of the post and the claim. `scripts/train-stance.sh`
-//! fits it ([`train`]) on the Emergent dev split and the project's own pairs and picks its
-//! threshold on the dev split only; `cargo bench --bench stance` scores it. The word rules
-//! veto: a post they read as denying or asking never asserts. Without the multilingual model
-//! (or with a damaged head) only the rules speak, and they never decide `Asserts` alone — the
-//! post is `Unclear`, so the bot talks about the claim, not the post.
+//! The model is the project's own pair model: a softmax head ([`Head`], `head.json`, pinned by
+//! SHA-256 in `crate::pins::STANCE_HEAD`) over the features of one post–claim pair
+//! ([`features`]: word cues of the bot's 19 languages in the post and in the claim, polarity,
+//! the word rules' reading, the words they share, and the multilingual sentence embeddings of
+//! both read as a pair), which gives the probability that the post asserts the claim, denies
+//! it, or only observes it (asks or reports): two experts (posts and headlines; conversational
+//! replies) mixed by a gate that reads how reply-like the post is. Each sentence has its own threshold, chosen for
+//! its precision on dev data (`scripts/train-stance.sh`, [`train`]); below it the post gets the
+//! neutral sentence ([`Stance::Unclear`]: "a claim this post touches on has been
+//! fact-checked"), which is true of any post. The model reads what a person sees
+//! ([`visible`]): no links, no leading mentions, no invisible characters. Word cues are
+//! features, never a decision: without the multilingual model (or with a damaged head) every
+//! post is `Unclear`, and the start-up says so once ([`availability`]).
 //!
-//! Pure and CPU-light (a dot product over ~1,100 features): the caller embeds.
+//! Pure and CPU-light (eight dot products over ~1,700 features): the caller embeds.
 
 pub mod features;
+pub mod fit;
 pub mod rules;
 pub mod train;
+pub mod visible;
 
 use std::sync::OnceLock;
 
@@ -31,25 +37,135 @@ pub const HEAD_JSON: &str = include_str!("head.json");
 /// Characters of a post the stance reads (no platform allows more in one post).
 pub const MAX_CHARS: usize = 5_000;
 
-/// A logistic head: `score = sigmoid(weights · features + bias)`, *asserts* at `threshold`.
+/// The classes the head scores, in the order of its weights: `for`, `against`, `observing`.
+pub const CLASSES: usize = 3;
+
+/// The probability each sentence needs, chosen on dev data for its precision.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sentences {
+    /// "This post is false." (and every label).
+    pub asserts: f32,
+    /// "This post agrees with the fact-checkers".
+    pub denies: f32,
+    /// "This post asks about a claim …" (an observing post with a question).
+    pub asks: f32,
+    /// "This post reports a claim …" (any other observing post).
+    pub reports: f32,
+}
+
+/// The sentences' thresholds for a post the gate reads as a post or headline, and for one it
+/// reads as a conversational reply (where a sentence whose precision no threshold reaches on
+/// the dev replies is never said: 1.01).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Thresholds {
+    pub posts: Sentences,
+    pub replies: Sentences,
+}
+
+/// What the head reads in a pair: the probabilities of `for`, `against` and `observing`, and
+/// how reply-like the post is (the gate, 0 to 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    pub p: [f32; CLASSES],
+    pub reply: f32,
+}
+
+/// The polarity guard: a post that negates where the claim does not, or the other way
+/// ([`features::opposed`]: "The MMR vaccine is safe" against "The MMR vaccine is not safe"), is
+/// never said to assert the claim — it gets the neutral sentence. A guard toward saying less,
+/// never a sentence of its own; the embeddings read a claim and its negation as one topic.
+pub const POLARITY_GUARD: bool = true;
+
+/// One softmax layer over the features: `softmax(weights · features + bias)`, a row of
+/// [`features::LEN`] weights per class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Linear {
+    pub bias: Vec<f32>,
+    pub weights: Vec<Vec<f32>>,
+}
+
+impl Linear {
+    /// The class probabilities (`N` classes) for these features.
+    pub fn probabilities<const N: usize>(&self, features: &[f32]) -> [f32; N] {
+        let mut z = [0f32; N];
+        for (k, (row, b)) in self.weights.iter().zip(&self.bias).enumerate().take(N) {
+            z[k] = row.iter().zip(features).map(|(w, x)| w * x).sum::<f32>() + b;
+        }
+        softmax(z)
+    }
+
+    fn well_formed(&self, classes: usize) -> bool {
+        self.bias.len() == classes
+            && self.weights.len() == classes
+            && self.weights.iter().all(|r| r.len() == features::LEN)
+    }
+}
+
+/// The stance head: two experts — one fitted on posts and headlines that state or report
+/// claims, one on conversational replies — mixed by a gate that reads how reply-like the
+/// post is: `p = (1 - r) · posts(f) + r · replies(f)`, `r = gate(f)[1]`. A reply that only
+/// comments on a claim's subject reads like the second expert's data, where topic is not
+/// assertion; a headline or a plain post like the first's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Head {
     pub version: u32,
-    /// The probability of *asserts* at or above which a post asserts the claim.
-    pub threshold: f32,
-    pub bias: f32,
-    pub weights: Vec<f32>,
+    pub thresholds: Thresholds,
+    /// Two classes: a post or headline (0), a conversational reply (1).
+    pub gate: Linear,
+    /// [`CLASSES`] classes each: the posts' expert, the replies' expert.
+    pub experts: Vec<Linear>,
     /// What it was fitted on and how it scored (for the record; not read by the decision).
     #[serde(default)]
     pub trained: serde_json::Value,
 }
 
 impl Head {
-    /// The probability that a post with these features asserts the claim.
-    pub fn score(&self, features: &[f32]) -> f32 {
-        let z: f32 = self.weights.iter().zip(features).map(|(w, x)| w * x).sum::<f32>() + self.bias;
-        1.0 / (1.0 + (-z).exp())
+    /// What the head reads in a pair with these features.
+    pub fn read(&self, features: &[f32]) -> Reading {
+        let [_, r] = self.gate.probabilities::<2>(features);
+        let a = self.experts[0].probabilities::<CLASSES>(features);
+        let b = self.experts[1].probabilities::<CLASSES>(features);
+        Reading {
+            p: std::array::from_fn(|k| (1.0 - r) * a[k] + r * b[k]),
+            reply: r,
+        }
     }
+
+    /// Whether the head has its shape (a gate of two classes, two experts of [`CLASSES`]).
+    fn well_formed(&self) -> bool {
+        self.gate.well_formed(2) && self.experts.len() == 2 && self.experts.iter().all(|e| e.well_formed(CLASSES))
+    }
+}
+
+/// The sentence a reading earns at `t`: the most probable class, when its probability reaches
+/// that sentence's threshold (the replies' thresholds for a reply-like post); otherwise the
+/// neutral `Unclear`. `question`: the post asks (an observing post is then *asks*, else
+/// *reports*); `opposed`: the post and the claim differ in polarity (no *asserts* when
+/// `guard`, [`POLARITY_GUARD`]). Returns the stance and the probability it was decided on.
+pub fn sentence(t: &Thresholds, r: Reading, question: bool, opposed: bool, guard: bool) -> (Stance, f32) {
+    let s = if r.reply >= 0.5 { &t.replies } else { &t.posts };
+    let p = r.p;
+    let best = (0..CLASSES).max_by(|a, b| p[*a].total_cmp(&p[*b])).unwrap_or(2);
+    let vetoed = guard && opposed;
+    let stance = match best {
+        0 if p[0] >= s.asserts && !vetoed => Stance::Asserts,
+        1 if p[1] >= s.denies => Stance::Denies,
+        2 if question && p[2] >= s.asks => Stance::Asks,
+        2 if !question && p[2] >= s.reports => Stance::Mentions,
+        _ => Stance::Unclear,
+    };
+    (stance, p[best])
+}
+
+/// A numerically stable softmax.
+pub fn softmax<const N: usize>(z: [f32; N]) -> [f32; N] {
+    let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut e = z.map(|v| (v - max).exp());
+    let sum: f32 = e.iter().sum();
+    for v in &mut e {
+        *v /= sum.max(f32::MIN_POSITIVE);
+    }
+    e
 }
 
 /// The shipped head, once its bytes matched their pin; `None` (logged once) otherwise.
@@ -58,33 +174,22 @@ pub fn head() -> Option<&'static Head> {
     HEAD.get_or_init(|| {
         let sha = crate::pins::sha256_bytes(HEAD_JSON.as_bytes());
         if sha != crate::pins::STANCE_HEAD {
-            tracing::error!(%sha, pinned = crate::pins::STANCE_HEAD, "the stance head does not match its pin; only the word rules decide stance (no post is called asserting)");
+            tracing::error!(%sha, pinned = crate::pins::STANCE_HEAD, "the stance head does not match its pin; every post gets the neutral sentence");
             return None;
         }
         match serde_json::from_str::<Head>(HEAD_JSON) {
-            Ok(h) if h.weights.len() == features::LEN => Some(h),
-            Ok(h) => {
-                tracing::error!(weights = h.weights.len(), "the stance head has the wrong size; only the word rules decide stance");
+            Ok(h) if h.well_formed() => Some(h),
+            Ok(_) => {
+                tracing::error!("the stance head has the wrong size; every post gets the neutral sentence");
                 None
             }
             Err(e) => {
-                tracing::error!(error = %e, "the stance head does not parse; only the word rules decide stance");
+                tracing::error!(error = %e, "the stance head does not parse; every post gets the neutral sentence");
                 None
             }
         }
     })
     .as_ref()
-}
-
-/// The cosine of the post's and the claim's embeddings at or above which a post the rules
-/// read as asserting (no question, denial, report or quote cue anywhere) restates the claim in
-/// its own voice: it asserts whatever the head's score (decision 0047).
-pub const RESTATES: f32 = 0.9;
-
-/// Whether a pair's features say the post restates the claim ([`RESTATES`]; the cosine is the
-/// last feature).
-pub fn restates(features: &[f32]) -> bool {
-    features.len() == features::LEN && features.last().is_some_and(|c| *c >= RESTATES)
 }
 
 /// The post's first [`MAX_CHARS`] characters.
@@ -95,23 +200,40 @@ pub fn capped(text: &str) -> &str {
     }
 }
 
-/// The post's stance toward `claim`. `vectors`: the unit multilingual embeddings of the post
-/// and of the claim (`None`: no multilingual model; the rules alone, never `Asserts`).
-pub fn decide(post: &str, claim: &str, vectors: Option<(&[f32], &[f32])>) -> PostStance {
+/// What the stance reads of a post: its [`visible::visible`] text, up to [`MAX_CHARS`].
+pub fn seen(post: &str) -> String {
+    visible::visible(capped(post))
+}
+
+/// The texts embedded for one pair, in order: the post's [`seen`] text, the claim, then the
+/// claim in each of [`features::PROBES`] ([`features::PAIR_TEXTS`] in all).
+pub fn pair_texts(post: &str, claim: &str) -> Vec<String> {
+    let claim = capped(claim).trim();
+    let mut out = vec![seen(post), claim.to_string()];
+    out.extend(
+        features::PROBES
+            .iter()
+            .map(|t| t.replace("{claim}", claim.trim_end_matches(['.', '!']))),
+    );
+    out
+}
+
+/// The post's stance toward `claim`. `vectors`: the unit multilingual embeddings of
+/// [`pair_texts`] (`None`: no multilingual model; every post `Unclear`).
+pub fn decide(post: &str, claim: &str, vectors: Option<&[Vec<f32>]>) -> PostStance {
     decide_with(head(), post, claim, vectors)
 }
 
-/// The word rules' reading of a post in any of the bot's languages: the English rules
-/// ([`rules::stance`]), then the asking and denying cues of every language (`cues.txt`) that
-/// the claim itself does not carry — a post that asks or denies in Japanese is not read as
-/// asserting either.
+/// The word rules' reading of a post in any of the bot's languages (a feature of the model,
+/// never a decision): the English rules ([`rules::stance`]), then the asking and denying cues
+/// of every language (`cues.txt`) that the claim itself does not carry.
 pub fn reading(post: &str, claim: &str) -> Stance {
     let rule = rules::stance(post, claim);
     if matches!(rule, Stance::Denies | Stance::Asks) {
         return rule;
     }
     let more = |group: &str| features::group_count(post, group) > features::group_count(claim, group);
-    if more("ask") || post.contains(['？', '¿', '؟']) {
+    if more("ask") || asks(post) {
         Stance::Asks
     } else if more("deny") {
         Stance::Denies
@@ -120,23 +242,28 @@ pub fn reading(post: &str, claim: &str) -> Stance {
     }
 }
 
-/// [`decide`] with a given head (the bench's cross-validated folds).
-pub fn decide_with(head: Option<&Head>, post: &str, claim: &str, vectors: Option<(&[f32], &[f32])>) -> PostStance {
-    let post = capped(post);
-    let rule = reading(post, claim);
+/// Whether a post's visible text asks (a question mark in any script): what tells an observing
+/// post's *asks* from *reports*.
+pub fn asks(seen: &str) -> bool {
+    seen.contains(['?', '？', '¿', '؟'])
+}
+
+/// [`decide`] with a given head (the bench's cross-validated folds). `post` is the post as
+/// written; it is read as [`seen`].
+pub fn decide_with(head: Option<&Head>, post: &str, claim: &str, vectors: Option<&[Vec<f32>]>) -> PostStance {
+    let post = seen(post);
     let scored = match (head, vectors) {
-        (Some(h), Some((p, c))) => features::all(post, rule, p, c).map(|f| (h.score(&f), h.threshold, f)),
+        (Some(h), Some(v)) if !post.trim().is_empty() => {
+            let rule = reading(&post, claim);
+            let opposed = features::opposed(&post, claim);
+            features::all(&post, claim, rule, v)
+                .map(|f| sentence(&h.thresholds, h.read(&f), asks(&post), opposed, POLARITY_GUARD))
+        }
         _ => None,
     };
     let (stance, score, by) = match scored {
-        Some((score, threshold, f)) => (train::stance_at(score, rule, threshold, &f), score, StanceBy::Model),
-        None => {
-            let stance = match rule {
-                Stance::Asserts => Stance::Unclear,
-                other => other,
-            };
-            (stance, 0.0, StanceBy::Rules)
-        }
+        Some((stance, score)) => (stance, score, StanceBy::Model),
+        None => (Stance::Unclear, 0.0, StanceBy::Rules),
     };
     PostStance {
         stance,
@@ -146,25 +273,33 @@ pub fn decide_with(head: Option<&Head>, post: &str, claim: &str, vectors: Option
     }
 }
 
+/// Whether the stance model can run here, said once at start-up and by `config check`:
+/// `Err` names what is missing and which sentences the bot will not say.
+pub fn availability(multilingual_configured: bool) -> Result<(), String> {
+    if head().is_none() {
+        return Err("the stance head does not load (see the error above): every post gets the neutral sentence — no \"This post is false.\", no \"agrees with the fact-checkers\", no label".into());
+    }
+    if !multilingual_configured {
+        return Err("relevance.multilingual_model is not set: the stance model needs it, so every post gets the neutral sentence (\"A claim this post touches on has been fact-checked\") — no \"This post is false.\", no \"agrees with the fact-checkers\", no label. Fix: run `musebot models install` and set relevance.multilingual_model and relevance.multilingual_tokenizer".into());
+    }
+    Ok(())
+}
+
 /// The stances of `(post, claim)` pairs, every text embedded in one run of `embedder` (the
-/// multilingual model; CPU-bound: a blocking thread). A failed run leaves the rules alone.
+/// multilingual model; CPU-bound: a blocking thread). A failed run: every post `Unclear`.
 pub fn decide_all(embedder: Option<&crate::relevance::Embedder>, pairs: &[(&str, &str)]) -> Vec<PostStance> {
+    let n = features::PAIR_TEXTS;
     let vectors = embedder.filter(|_| !pairs.is_empty()).and_then(|e| {
-        let texts: Vec<String> = pairs
-            .iter()
-            .flat_map(|(p, c)| [capped(p).to_string(), capped(c).to_string()])
-            .collect();
+        let texts: Vec<String> = pairs.iter().flat_map(|(p, c)| pair_texts(p, c)).collect();
         e.embed(&texts)
-            .map_err(|e| tracing::warn!(error = %e, "stance: the embedding failed; the word rules alone decide"))
+            .map_err(|e| tracing::warn!(error = %e, "stance: the embedding failed; the posts get the neutral sentence"))
             .ok()
+            .filter(|v| v.len() == n * pairs.len())
     });
     pairs
         .iter()
         .enumerate()
-        .map(|(i, (post, claim))| {
-            let v = vectors.as_ref().map(|v| (v[2 * i].as_slice(), v[2 * i + 1].as_slice()));
-            decide(post, claim, v)
-        })
+        .map(|(i, (post, claim))| decide(post, claim, vectors.as_ref().map(|v| &v[n * i..n * (i + 1)])))
         .collect()
 }
 
@@ -174,70 +309,148 @@ mod tests {
 
     const CLAIM: &str = "The Great Wall of China is visible from the Moon with the naked eye";
 
+    fn at(t: f32) -> Sentences {
+        Sentences {
+            asserts: t,
+            denies: t,
+            asks: t,
+            reports: t,
+        }
+    }
+
+    /// A head that gives class `k` probability ~1 whatever the features.
+    fn always(k: usize) -> Head {
+        let mut bias = vec![-20.0; CLASSES];
+        bias[k] = 20.0;
+        let expert = Linear {
+            bias,
+            weights: vec![vec![0.0; features::LEN]; CLASSES],
+        };
+        Head {
+            version: 3,
+            thresholds: Thresholds {
+                posts: at(0.9),
+                replies: at(0.9),
+            },
+            // A post, never a reply.
+            gate: Linear {
+                bias: vec![20.0, -20.0],
+                weights: vec![vec![0.0; features::LEN]; 2],
+            },
+            experts: vec![expert.clone(), expert],
+            trained: serde_json::Value::Null,
+        }
+    }
+
     #[test]
     fn the_shipped_head_matches_its_pin_and_its_features() {
         let head = head().expect("the shipped head loads");
-        assert_eq!(head.weights.len(), features::LEN);
-        assert!(head.threshold > 0.0 && head.threshold < 1.0);
+        assert!(head.well_formed());
+        for s in [head.thresholds.posts, head.thresholds.replies] {
+            for t in [s.asserts, s.denies, s.asks, s.reports] {
+                assert!(t > 0.0 && t <= 1.01, "threshold {t}");
+            }
+        }
     }
 
     #[test]
-    fn without_the_model_the_rules_never_call_a_post_asserting() {
-        let plain = decide("The Great Wall of China is visible from the Moon!", CLAIM, None);
-        assert_eq!((plain.stance, plain.by), (Stance::Unclear, StanceBy::Rules));
-        let denial = decide(
+    fn without_the_model_no_word_ever_decides_a_sentence() {
+        // The cue words of a denial, a question and a plain assertion: all neutral.
+        for post in [
+            "The Great Wall of China is visible from the Moon!",
             "No, the Great Wall is not visible from the Moon. It's a myth.",
-            CLAIM,
-            None,
-        );
-        assert_eq!(denial.stance, Stance::Denies);
-        let question = decide("Is the Great Wall visible from the Moon?", CLAIM, None);
-        assert_eq!(question.stance, Stance::Asks);
+            "Is the Great Wall visible from the Moon?",
+            "LEMONS KILL CANCER CELLS … BIG PHARMA DOESN'T WANT YOU TO KNOW!!! lol",
+        ] {
+            let s = decide(post, CLAIM, None);
+            assert_eq!((s.stance, s.by), (Stance::Unclear, StanceBy::Rules), "{post}");
+        }
+        assert!(availability(false)
+            .unwrap_err()
+            .contains("relevance.multilingual_model"));
     }
 
     #[test]
-    fn the_rules_veto_the_model_and_the_model_decides_the_rest() {
-        // A head that scores every post 1: the rules' denials and questions still stand.
-        let always = Head {
-            version: 1,
-            threshold: 0.5,
-            bias: 50.0,
-            weights: vec![0.0; features::LEN],
-            trained: serde_json::Value::Null,
-        };
-        let v = vec![0.0f32; features::DIM];
-        let d = |post: &str| decide_with(Some(&always), post, CLAIM, Some((&v, &v))).stance;
+    fn each_sentence_needs_its_class_and_its_threshold() {
+        let v = vec![vec![0.0f32; features::DIM]; features::PAIR_TEXTS];
+        let d = |h: &Head, post: &str| decide_with(Some(h), post, CLAIM, Some(&v)).stance;
+        // Cue words never decide a sentence: not *asserts* ...
         assert_eq!(
-            d("It is a myth that the Great Wall is visible from the Moon."),
-            Stance::Denies
-        );
-        assert_eq!(d("Can you really see the Great Wall from the Moon?"), Stance::Asks);
-        assert_eq!(
-            d("A viral post says the Great Wall is visible from the Moon."),
+            d(&always(0), "It is a myth? lol, it is visible from the Moon"),
             Stance::Asserts
         );
-        let never = Head {
-            bias: -50.0,
-            ..always.clone()
-        };
-        let d = |post: &str| decide_with(Some(&never), post, CLAIM, Some((&v, &v))).stance;
+        // ... but a post that negates what the claim does not is never said to assert it.
         assert_eq!(
-            d("A viral post says the Great Wall is visible from the Moon."),
-            Stance::Mentions
+            d(&always(0), "The Great Wall is not visible from the Moon"),
+            Stance::Unclear
         );
-        assert_eq!(d("The Great Wall is visible from the Moon."), Stance::Unclear);
-        // Vectors of another model's size: the rules alone.
-        let short = vec![0.0f32; 3];
         assert_eq!(
             decide_with(
-                Some(&always),
-                "The Great Wall is visible from the Moon.",
-                CLAIM,
-                Some((&short, &short))
+                Some(&always(0)),
+                "The MMR vaccine is safe for children",
+                "The MMR vaccine is not safe for children",
+                Some(&v)
             )
-            .by,
-            StanceBy::Rules
+            .stance,
+            Stance::Unclear
         );
+        assert_eq!(
+            d(&always(1), "Is the Great Wall visible from the Moon?"),
+            Stance::Denies
+        );
+        assert_eq!(
+            d(
+                &always(0),
+                "The Great Wall is visible from the Moon, astronauts confirmed"
+            ),
+            Stance::Asserts
+        );
+        assert_eq!(
+            d(&always(1), "The Great Wall is visible from the Moon!"),
+            Stance::Denies
+        );
+        assert_eq!(d(&always(2), "Is the Great Wall visible from the Moon?"), Stance::Asks);
+        assert_eq!(
+            d(&always(2), "A viral post says the Great Wall is visible from the Moon."),
+            Stance::Mentions
+        );
+        // A question mark inside a link is not a question.
+        assert_eq!(
+            d(
+                &always(2),
+                "The Great Wall is visible from the Moon https://www.youtube.com/watch?v=abc"
+            ),
+            Stance::Mentions
+        );
+        // Below its threshold, the neutral sentence.
+        let mut unsure = always(0);
+        for e in &mut unsure.experts {
+            e.bias = vec![0.5, 0.0, 0.0];
+        }
+        assert_eq!(d(&unsure, "The Great Wall is visible from the Moon!"), Stance::Unclear);
+        unsure.thresholds.posts.asserts = 0.3;
+        assert_eq!(d(&unsure, "The Great Wall is visible from the Moon!"), Stance::Asserts);
+        // A post the gate reads as a reply is held to the replies' thresholds.
+        let mut reply = always(0);
+        reply.gate.bias = vec![-20.0, 20.0];
+        reply.thresholds.replies.asserts = 1.01;
+        assert_eq!(d(&reply, "The Great Wall is visible from the Moon!"), Stance::Unclear);
+        reply.thresholds.replies.asserts = 0.5;
+        assert_eq!(d(&reply, "The Great Wall is visible from the Moon!"), Stance::Asserts);
+        // Only a link, or only mentions: nothing a person reads, nothing said.
+        assert_eq!(
+            d(&always(0), "@alice @bob https://example.com/the-wall-is-visible"),
+            Stance::Unclear
+        );
+        // Vectors of another model's size: no model.
+        let short = vec![vec![0.0f32; 3]; features::PAIR_TEXTS];
+        let s = decide_with(
+            Some(&always(0)),
+            "The Great Wall is visible from the Moon.",
+            CLAIM,
+            Some(&short),
+        );
+        assert_eq!((s.stance, s.by), (Stance::Unclear, StanceBy::Rules));
     }
 
     #[test]

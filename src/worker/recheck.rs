@@ -164,10 +164,19 @@ impl Run<'_> {
         job.label = label;
         let lang = crate::words::language(job.target.as_ref().and_then(|t| t.language.as_deref()));
         let lead = crate::words::say(lang, "update_lead", ());
-        let update = Draft {
-            text: format!("{lead} {}", draft.text),
-            ..draft
+        // The thread's last update says the bot stops following the post: no stance sentence
+        // is left standing beside words it will never read.
+        let last_one = kept.updates.len() as u32 + 1 >= self.worker.living.max_updates;
+        let text = if last_one {
+            format!(
+                "{lead} {}\n\n{}",
+                draft.text,
+                crate::words::say(lang, "update_last", ())
+            )
+        } else {
+            format!("{lead} {}", draft.text)
         };
+        let update = Draft { text, ..draft };
         job.draft = Some(update);
         let mut parts = self.thread(job, self.platform.limits());
         let visibility = self.visibility(job);

@@ -169,6 +169,13 @@ async fn a_thread_gets_at_most_max_updates_and_a_crash_after_an_update_records_i
     let done = b.run(&r).await;
     assert_eq!(done.status, Status::Done);
     let posted = b.double.posted.lock().unwrap().len();
+    // The last update says the bot no longer follows the post.
+    let said: Vec<String> = b.double.posted.lock().unwrap().iter().map(|p| p.2.clone()).collect();
+    assert!(crate::words::say("en", "update_last", ()).contains("I no longer follow this post"));
+    assert!(
+        said.last().is_some_and(|t| t.contains("I no longer follow this post")),
+        "{said:#?}"
+    );
 
     // A crash after the last part was saved, before the update was recorded and the job saved.
     b.worker.store.update_kept(&id, |k| k.updates.clear()).unwrap();

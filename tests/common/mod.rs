@@ -29,29 +29,54 @@ pub const LEMON_CHECK: &str = "/2025/05/lemon-water/";
 /// A fact-checker's site whose page reviews "Drinking hot lemon water cures COVID-19" as False
 /// in its own markup (a corpus match decides only by the live page's review).
 pub async fn lemon_water_site() -> web::Site {
-    let words =
-        "Doctors and health agencies say there is no evidence that lemon water prevents or cures any viral infection. ";
+    web::Site::start(std::collections::BTreeMap::from([lemon_water_page()])).await
+}
+
+/// The lemon-water check's page: its path and HTML.
+pub fn lemon_water_page() -> (String, String) {
+    check_page(
+        LEMON_CHECK,
+        "Drinking hot lemon water cures COVID-19",
+        "False",
+        "Lemon water does not cure COVID-19",
+        "Doctors and health agencies say there is no evidence that lemon water prevents or cures any viral infection. ",
+    )
+}
+
+/// A fact-check page on [`LEMON_HOST`] at `path` reviewing `claim` with `rating`, in its own
+/// ClaimReview markup, `words` eight times as its body.
+pub fn check_page(path: &str, claim: &str, rating: &str, title: &str, words: &str) -> (String, String) {
     let markup = serde_json::json!({"@context": "https://schema.org", "@type": "ClaimReview",
-        "url": format!("http://{LEMON_HOST}{LEMON_CHECK}"),
-        "claimReviewed": "Drinking hot lemon water cures COVID-19",
+        "url": format!("http://{LEMON_HOST}{path}"),
+        "claimReviewed": claim,
         "datePublished": "2025-05-01",
         "author": {"@type": "Organization", "name": "FactCheck.org"},
-        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+        "reviewRating": {"@type": "Rating", "alternateName": rating}});
     let page = format!(
-        "<html lang=\"en\"><head><title>Lemon water does not cure COVID-19</title><script type=\"application/ld+json\">{markup}</script></head><body><article><h1>Lemon water does not cure COVID-19</h1><p>{}</p></article></body></html>",
+        "<html lang=\"en\"><head><title>{title}</title><script type=\"application/ld+json\">{markup}</script></head><body><article><h1>{title}</h1><p>{}</p></article></body></html>",
         words.repeat(8)
     );
-    web::Site::start(std::collections::BTreeMap::from([(LEMON_CHECK.to_string(), page)])).await
+    (path.to_string(), page)
 }
 
 /// The corpus's record of that check (JSONL for `musebot index import`).
 pub fn lemon_water_review() -> String {
+    review_line(
+        LEMON_CHECK,
+        "Drinking hot lemon water cures COVID-19",
+        "False",
+        "Lemon water does not cure COVID-19",
+    )
+}
+
+/// The corpus's record of a check of [`check_page`] (one JSONL line).
+pub fn review_line(path: &str, claim: &str, rating: &str, title: &str) -> String {
     let review = serde_json::json!({"@context": "https://schema.org", "@type": "ClaimReview",
-        "url": format!("http://{LEMON_HOST}{LEMON_CHECK}"),
-        "name": "Lemon water does not cure COVID-19",
-        "claimReviewed": "Drinking hot lemon water cures COVID-19",
+        "url": format!("http://{LEMON_HOST}{path}"),
+        "name": title,
+        "claimReviewed": claim,
         "datePublished": "2025-05-01",
-        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+        "reviewRating": {"@type": "Rating", "alternateName": rating}});
     format!("{review}\n")
 }
 

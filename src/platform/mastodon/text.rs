@@ -96,6 +96,8 @@ fn anchor(attrs: &str) -> Anchor {
 /// for each plain-text `@handle` (as a mention without href), where `leading` is true while
 /// nothing but whitespace and other mentions came before; returns the plain text. Mastodon's
 /// quote fallback (`class="quote-inline"`, "RE: <link>") is left out: the quote is a field.
+/// So is an `invisible` span outside a link, which Mastodon's clients hide: the bot reads what
+/// a person sees (inside a link it is the part of the URL the link's `href` gives in full).
 fn walk(html: &str, mut on_anchor: impl FnMut(&Anchor, &str, bool)) -> String {
     let mut out = String::with_capacity(html.len());
     let mut open: Option<(Anchor, String)> = None;
@@ -120,7 +122,10 @@ fn walk(html: &str, mut on_anchor: impl FnMut(&Anchor, &str, bool)) -> String {
             Piece::Open { name, attrs }
                 if !attrs.trim_end().ends_with('/')
                     && !matches!(name.as_str(), "br" | "img" | "hr" | "wbr" | "input")
-                    && attribute(attrs, "class").is_some_and(|c| c.split_whitespace().any(|c| c == "quote-inline")) =>
+                    && attribute(attrs, "class").is_some_and(|c| {
+                        c.split_whitespace()
+                            .any(|c| c == "quote-inline" || (c == "invisible" && open.is_none()))
+                    }) =>
             {
                 skipping = Some((name, 1));
             }
@@ -352,6 +357,15 @@ pub fn strip_leading_mentions(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hidden_span_outside_a_link_is_not_read() {
+        let html = r#"<p>Lemons kill cancer cells<span class="invisible"> — no, that is a lie, lol</span>! <a href="https://news.example/2026/a-long-path" rel="nofollow"><span class="invisible">https://</span><span class="ellipsis">news.example/2026/a-lo</span><span class="invisible">ng-path</span></a></p>"#;
+        assert_eq!(
+            html_to_text(html),
+            "Lemons kill cancer cells! https://news.example/2026/a-long-path"
+        );
+    }
 
     #[test]
     fn html_cases() {
