@@ -203,13 +203,22 @@ impl Run<'_> {
             }
             crate::model::PlatformKind::Mastodon => {
                 let link = self.platform.report_link(&report).unwrap_or(report);
-                let head = crate::words::say(lang, "note_report", minijinja::context! { post, report => link });
                 let moderators = self.worker.moderation.mastodon_moderator_accts();
                 let lead: String = moderators
                     .iter()
                     .map(|m| format!("{} ", self.platform.handle(m)))
                     .collect();
                 let limits = self.platform.limits();
+                // The first part fits as written: a server counts an address on a host it does
+                // not take for a link character by character, and a remote author's can be
+                // longer than a whole message. Cut, it still names the report, which leads
+                // to the post.
+                let bare = crate::words::say(lang, "note_report", minijinja::context! { post => "", report => link });
+                let room = limits
+                    .max_chars
+                    .saturating_sub(compose::weighted_len(&format!("{lead}{bare}"), limits.as_written()));
+                let post = fit_address(&post, room);
+                let head = crate::words::say(lang, "note_report", minijinja::context! { post, report => link });
                 let inner = compose::TextLimits {
                     max_chars: limits.max_chars.saturating_sub(compose::weighted_len(&lead, limits)),
                     ..limits
@@ -275,6 +284,18 @@ impl Run<'_> {
         self.worker.metrics.report(job.trigger.platform.as_str(), "noted");
         Ok(StageOutcome::Next(Usage::default()))
     }
+}
+
+/// `address` cut to `room` characters as a server counts them written (graphemes), ending in
+/// "…" when cut.
+fn fit_address(address: &str, room: usize) -> String {
+    use unicode_segmentation::UnicodeSegmentation;
+    if address.graphemes(true).count() <= room {
+        return address.to_string();
+    }
+    let mut cut: String = address.graphemes(true).take(room.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// The moderators' line on the post's stance toward the checked claim, with its score: why a

@@ -284,6 +284,50 @@ async fn a_mention_in_the_posts_address_reaches_nobody() {
     }
 }
 
+/// A remote author's post address longer than a whole message (on a host whose name a server
+/// does not take for a link, so it counts every character): the finding's first part is cut
+/// to the platform's limit and still delivered, naming the report.
+#[tokio::test]
+async fn a_long_post_address_is_cut_to_fit_and_the_finding_is_delivered() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    let mut post = crate::model::Post::text_only(
+        "106",
+        "carol",
+        "The Moon is made of cheese.",
+        chrono::Utc::now(),
+        crate::model::Visibility::Public,
+    );
+    let long = format!("https://far.invalid/@carol/106/{}", "a".repeat(2_000));
+    post.url = Some(long.clone());
+    b.double.add_post(post);
+    let id = b.add(report("14", "106", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    let items = notes(&b);
+    assert!(items.len() >= 2, "{items:?}");
+    let limits = b.double.limits;
+    for (_, item) in &items {
+        let text = item.text();
+        assert!(
+            crate::compose::weighted_len(text, limits) <= limits.max_chars,
+            "over {} characters: {text}",
+            limits.max_chars
+        );
+    }
+    // The part with the address fits however a server counts it.
+    let head = items[0].1.text();
+    assert!(
+        crate::compose::weighted_len(head, limits.as_written()) <= limits.max_chars,
+        "over {} characters as written: {head}",
+        limits.max_chars
+    );
+    assert!(head.starts_with("@mod "), "{head}");
+    assert!(head.contains("https://far.invalid/@carol/106/aaa"), "{head}");
+    assert!(head.contains("(report 14)"), "the report is still named: {head}");
+    assert!(!job.note.unwrap().pending());
+}
+
 /// An intake over the bench's store and moderation, as the daemon builds it.
 fn intake(b: &Bench) -> crate::intake::Intake {
     let (queues, _, _) = crate::intake::Queues::new(16);
