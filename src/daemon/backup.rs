@@ -49,7 +49,7 @@ pub async fn serve(store: Store, state_dir: PathBuf, stop: CancellationToken) {
             continue;
         }
         sweep(&dir);
-        if nonce.is_empty() || nonce.len() > 64 || !nonce.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        if !is_nonce(&nonce) {
             tracing::warn!("a backup request that is not a nonce; ignored");
             continue;
         }
@@ -86,13 +86,39 @@ fn read_request(path: &Path) -> Option<String> {
     Some(text.trim().to_string())
 }
 
+/// A request's nonce as the command writes it: `<pid>-<microseconds>`.
+fn is_nonce(nonce: &str) -> bool {
+    nonce.len() <= 64 && pair_of_numbers(nonce)
+}
+
+/// `<digits>-<digits>`.
+fn pair_of_numbers(s: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    s.split_once('-').is_some_and(|(a, b)| digits(a) && digits(b))
+}
+
+/// Whether `name` is one the daemon's answer to a request writes: `<nonce>.musebot-backup`,
+/// `<nonce>.error`, or the backup's own `<nonce>.musebot-backup.partial-<pid>-<microseconds>`.
+fn is_request_file(name: &str) -> bool {
+    let Some((nonce, rest)) = name.split_once('.') else {
+        return false;
+    };
+    is_nonce(nonce)
+        && (rest == "musebot-backup"
+            || rest == "error"
+            || rest
+                .strip_prefix("musebot-backup.partial-")
+                .is_some_and(pair_of_numbers))
+}
+
 /// Backups and errors older than a command waits for are left-overs of a command that gave
-/// up: removed (a backup holds what the state folder does).
+/// up: removed (a backup holds what the state folder does). Only the names a request's answer
+/// takes: an operator's own file in the folder stays, whatever its name ends with.
 fn sweep(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let ours = name.ends_with(".musebot-backup") || name.ends_with(".error") || name.contains(".partial-");
+        let ours = is_request_file(&name);
         let old = e
             .metadata()
             .and_then(|m| m.modified())
@@ -158,4 +184,42 @@ pub fn request(state_dir: &Path, out: &Path, wait: Duration) -> Result<Summary, 
         let _ = std::fs::remove_file(&file);
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sweep removes only the left-overs of a request (`<nonce>.musebot-backup`,
+    /// `<nonce>.error`, a backup's `.partial-` file), never an operator's file that happens to
+    /// end the same way, however old.
+    #[test]
+    fn the_sweep_removes_only_the_daemons_own_request_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = [
+            "4242-1750000000000000.musebot-backup",
+            "4242-1750000000000000.error",
+            "4242-1750000000000000.musebot-backup.partial-77-1750000000000001",
+        ];
+        let theirs = [
+            "nightly.musebot-backup",
+            "before-upgrade.musebot-backup",
+            "notes.error",
+            "keep.partial-1",
+            "4242.musebot-backup",
+            "a-1.musebot-backup",
+        ];
+        let long_ago = std::time::SystemTime::now() - WAIT - Duration::from_secs(3600);
+        for name in ours.iter().chain(&theirs) {
+            let f = std::fs::File::create(dir.path().join(name)).unwrap();
+            f.set_modified(long_ago).unwrap();
+        }
+        sweep(dir.path());
+        for name in ours {
+            assert!(!dir.path().join(name).exists(), "{name} left");
+        }
+        for name in theirs {
+            assert!(dir.path().join(name).exists(), "{name} removed");
+        }
+    }
 }

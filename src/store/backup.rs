@@ -31,6 +31,8 @@ fn left_out(name: &[u8]) -> bool {
 }
 /// The longest part of a frame read back (sled keeps far smaller records).
 const MAX_PART: usize = 16 << 20;
+/// The longest header or trailer line read back (each is a few hundred bytes).
+const MAX_LINE: usize = 4 << 10;
 
 /// What a backup holds, as its header and trailer say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -257,7 +259,8 @@ pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
 type EachFrame<'a> = dyn FnMut(u8, &[u8], &[u8]) -> Result<(), BackupError> + 'a;
 
 /// Reads the backup at `path`, handing each frame to `each` (`b'T'` with a tree's name, `b'R'`
-/// with a key and value), then checks the trailer.
+/// with a key and value), then checks the trailer. Every read is bounded: the header and the
+/// trailer by [`MAX_LINE`], each part by [`MAX_PART`].
 fn read(path: &Path, each: &mut EachFrame) -> Result<Summary, BackupError> {
     let damaged = |why: &str| BackupError::Damaged {
         path: path.to_path_buf(),
@@ -270,7 +273,13 @@ fn read(path: &Path, each: &mut EachFrame) -> Result<Summary, BackupError> {
         return Err(BackupError::NotABackup(path.to_path_buf()));
     }
     let mut line = Vec::new();
-    r.read_until(b'\n', &mut line).map_err(io(path))?;
+    (&mut r)
+        .take(MAX_LINE as u64)
+        .read_until(b'\n', &mut line)
+        .map_err(io(path))?;
+    if !line.ends_with(b"\n") {
+        return Err(damaged("no header line within 4 KiB"));
+    }
     let header: Header = serde_json::from_slice(&line).map_err(|_| damaged("unreadable header"))?;
     if header.format != FORMAT {
         return Err(damaged(&format!("format {} unknown to this build", header.format)));
@@ -305,7 +314,13 @@ fn read(path: &Path, each: &mut EachFrame) -> Result<Summary, BackupError> {
     }
     let sha256 = r.hex();
     let mut rest = Vec::new();
-    r.into_inner().read_to_end(&mut rest).map_err(io(path))?;
+    r.into_inner()
+        .take(MAX_LINE as u64 + 1)
+        .read_to_end(&mut rest)
+        .map_err(io(path))?;
+    if rest.len() > MAX_LINE {
+        return Err(damaged("more than a trailer line after its last record"));
+    }
     let trailer: Trailer = rest
         .strip_suffix(b"\n")
         .and_then(|t| serde_json::from_slice(t).ok())

@@ -147,3 +147,39 @@ fn a_store_of_a_newer_schema_is_refused_before_any_write() {
     assert!(matches!(e, StoreError::Newer { .. }), "{e}");
     assert!(e.to_string().contains("musebot state restore"), "{e}");
 }
+
+/// A backup whose body (everything before the trailer) is `body`, sealed with a trailer that
+/// checks, padded with `pad` blanks before its line ends.
+fn sealed(body: &[u8], trees: u64, records: u64, pad: usize) -> Vec<u8> {
+    let sha256: String = Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect();
+    let trailer = serde_json::to_vec(&Trailer { trees, records, sha256 }).unwrap();
+    [body, &trailer, &vec![b' '; pad], b"\n"].concat()
+}
+
+/// The header's and the trailer's lines are read up to a bound: a file whose header or trailer
+/// runs on for a megabyte is damaged, not read into memory whole.
+#[test]
+fn a_header_or_trailer_past_its_bound_is_refused() {
+    let here = tempfile::tempdir().unwrap();
+    let store = busy(&here.path().join("state"));
+    let file = here.path().join("b");
+    let summary = store.backup(&file).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let end = bytes.iter().rposition(|b| *b == b'E').unwrap() + 1;
+    let (body, counts) = (&bytes[..end], (summary.trees, summary.records));
+    let header_end = MAGIC.len() + bytes[MAGIC.len()..].iter().position(|b| *b == b'\n').unwrap();
+    let check = |bytes: Vec<u8>| {
+        let f = here.path().join("crafted");
+        std::fs::write(&f, bytes).unwrap();
+        verify(&f)
+    };
+    // Resealed as written: the file checks, so only the padding below is refused.
+    check(sealed(body, counts.0, counts.1, 0)).unwrap();
+    let mut long_header = body[..header_end].to_vec();
+    long_header.extend(vec![b' '; 1 << 20]);
+    long_header.extend_from_slice(&body[header_end..]);
+    let e = check(sealed(&long_header, counts.0, counts.1, 0)).unwrap_err();
+    assert!(matches!(e, BackupError::Damaged { .. }), "{e}");
+    let e = check(sealed(body, counts.0, counts.1, 1 << 20)).unwrap_err();
+    assert!(matches!(e, BackupError::Damaged { .. }), "{e}");
+}

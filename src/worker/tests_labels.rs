@@ -11,7 +11,7 @@ use super::tests_living::{command, kept, rechecks, scheduler};
 use super::*;
 use crate::config::{Channel, Confidence, LabelerConfig};
 use crate::model::Visibility;
-use crate::model::{Command, LabelValue, RecheckWhy};
+use crate::model::{Cause, Command, LabelValue, RecheckWhy, Trigger};
 use crate::platform::double::Call;
 use crate::test_llm::Script;
 
@@ -351,4 +351,47 @@ async fn a_recheck_label_decided_before_a_moderators_unlabel_is_not_put_back() {
     );
     assert!(b.double.labels_on("100").is_empty(), "{:?}", b.double.labels_on("100"));
     assert_eq!(kept(&b, &id).label, None);
+}
+
+/// A watched post longer than the text the watch keeps (`Seen::kept_text`) was decided on its
+/// first characters: read again, it is judged on them too, not passed over as edited; a post
+/// whose first characters did change still is.
+#[tokio::test]
+async fn a_watched_post_longer_than_the_watch_keeps_is_judged_on_the_kept_text() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let long = format!("The Moon is made of cheese. {}", "Really, it is. ".repeat(500));
+    assert!(long.chars().count() > crate::model::Seen::kept_text(&long).chars().count());
+    let watched = |pid: &str, text: &str| {
+        b.double.add_post(crate::model::Post::text_only(
+            pid,
+            "carol",
+            text,
+            chrono::Utc::now(),
+            Visibility::Public,
+        ));
+        let t = Trigger {
+            cause: Cause::Watch {
+                review: "https://www.snopes.com/fact-check/moon/".into(),
+            },
+            event_id: pid.into(),
+            status_id: pid.into(),
+            in_reply_to_id: None,
+            text: crate::model::Seen::kept_text(&long),
+            ..mention(pid)
+        };
+        b.add(t)
+    };
+    let id = watched("300", &long);
+    let job = b.run(&id).await;
+    assert!(!matches!(job.status, Status::Skipped(_)), "{:?}", job.status);
+    let target = job.target.expect("resolved");
+    assert_eq!(target.text, crate::model::Seen::kept_text(&long));
+    // Changed within what the watch read: not judged.
+    let id = watched("301", &long.replacen("cheese", "rock", 1));
+    let job = b.run(&id).await;
+    assert!(
+        matches!(&job.status, Status::Skipped(SkipReason::Policy(p)) if p.contains("edited")),
+        "{:?}",
+        job.status
+    );
 }
