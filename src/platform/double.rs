@@ -163,6 +163,12 @@ impl Double {
     }
 
     /// A report finding's item, delivered once per key.
+    /// The version (CID) of post `uri` as it stands; empty for a post without one.
+    pub fn cid_of(&self, uri: &str) -> String {
+        let posts = self.posts.lock().unwrap();
+        posts.get(uri).and_then(|p| p.version.clone()).unwrap_or_default()
+    }
+
     pub fn note(&self, item: &crate::model::NoteItem, key: &str) -> Result<String, PlatformError> {
         self.scripted(Call::Note)?;
         let mut notes = self.notes.lock().unwrap();

@@ -306,6 +306,8 @@ impl Platform {
     pub async fn cid_of(&self, uri: &str) -> Result<String, PlatformError> {
         match self {
             Platform::Bluesky(b) => b.cid_of(uri).await,
+            #[cfg(test)]
+            Platform::Double(d) => Ok(d.cid_of(uri)),
             _ => Ok(String::new()),
         }
     }
