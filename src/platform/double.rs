@@ -55,6 +55,8 @@ pub struct Double {
     pub hidden: Mutex<std::collections::HashSet<String>>,
     /// Plays a platform without labels (Mastodon).
     pub no_labels: std::sync::atomic::AtomicBool,
+    /// What a look at a reported post's reports says: may its subject be closed now.
+    pub closable: std::sync::atomic::AtomicBool,
 }
 
 impl Double {
@@ -73,6 +75,7 @@ impl Double {
             labels: Mutex::default(),
             notes: Mutex::default(),
             hidden: Mutex::default(),
+            closable: std::sync::atomic::AtomicBool::new(true),
             no_labels: Default::default(),
         }
     }

@@ -3,8 +3,9 @@
 //! delivers it — a direct message thread to the configured moderators on Mastodon (which has
 //! no API for report notes), events on the subject in the labeler's Ozone on Bluesky (a
 //! comment; an acknowledgement, which closes the report, only when a matched fact-check decided
-//! the verdict and every report's reason is one a fact-check can judge — misleading or "other";
-//! an escalation when the bot could not verify it). The finding names the post's stance toward
+//! the verdict and every report's reason is one a fact-check can judge — `misleading` itself or
+//! `misleadingOther` —, read again just before, none filed after the job began; an escalation
+//! when the bot could not verify it). The finding names the post's stance toward
 //! the checked claim and its score. Each item is delivered once: a stable key per item
 //! (`Idempotency-Key`, Ozone's `externalId`) and its id saved before the next.
 //!
@@ -252,6 +253,27 @@ impl Run<'_> {
             let previous = note.delivered.last().cloned().unwrap_or_default();
             let key = format!("musebot-{}-note{i}", job.id);
             let target = job.target.as_ref().expect("note runs after resolve");
+            if let NoteItem::Acknowledge(text) = item {
+                // An acknowledgement closes every report on the subject, later ones included:
+                // read again now, and where one is not the bot's to judge, or came after the
+                // job began, the finding goes as a comment and the subject stays open.
+                match self.platform.may_close(target, job.created_at).await {
+                    Ok(true) => {}
+                    Err(crate::platform::PlatformError::RateLimited { until, message }) => {
+                        return Err(StageError::Parked { until, message });
+                    }
+                    Err(crate::platform::PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
+                    other => {
+                        tracing::info!(why = ?other.err(), "a report on the subject is not the bot's to close; the finding is a comment");
+                        let comment = NoteItem::Comment(text.clone());
+                        if let Some(n) = job.note.as_mut() {
+                            n.items[i] = comment;
+                        }
+                        self.worker.store.save(job)?;
+                        continue;
+                    }
+                }
+            }
             let id = self
                 .platform
                 .deliver_note(item, target, &previous, &key, super::words_language(job))

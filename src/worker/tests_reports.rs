@@ -328,6 +328,65 @@ async fn a_long_post_address_is_cut_to_fit_and_the_finding_is_delivered() {
     assert!(!job.note.unwrap().pending());
 }
 
+/// A report job whose finding is one acknowledgement, its Note stage next.
+fn acknowledging(b: &Bench, pid: &str) -> String {
+    moon_post(b, pid);
+    let id = b.add(report(&format!("r{pid}"), pid, "7"));
+    let mut job = b.worker.store.job(&id).unwrap().unwrap();
+    job.target = Some(b.double.posts.lock().unwrap()[pid].clone());
+    job.draft = Some(crate::model::Draft {
+        outcome: Outcome::Reply,
+        text: "False.".into(),
+        urls: vec![],
+        verdict: Some(crate::model::Verdict::Inaccurate),
+        stance: None,
+    });
+    job.verification = Some(crate::model::Verification {
+        outcome: Some(crate::model::Verified::NotNeeded),
+        ..Default::default()
+    });
+    job.plan = Some(crate::model::Plan {
+        reply_to: pid.into(),
+        visibility: crate::model::Visibility::Public,
+        parts: vec![],
+        as_written: false,
+        shrink: 0,
+        edit: false,
+    });
+    job.note = Some(crate::model::Note::new(vec![NoteItem::Acknowledge(
+        "musebot: decided".into(),
+    )]));
+    b.worker.store.save(&job).unwrap();
+    id
+}
+
+/// An acknowledgement closes every report on the subject, those filed after the bot read them
+/// too: the reports are looked at again just before, and where one is not the bot's to judge
+/// (or came later) the finding goes as a comment, the subject left open.
+#[tokio::test]
+async fn a_subject_whose_reports_are_not_all_the_bots_to_judge_is_commented_not_closed() {
+    let b = bench(Script::reply(VERDICT)).await;
+    b.double.closable.store(false, std::sync::atomic::Ordering::SeqCst);
+    let id = acknowledging(&b, "110");
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert_eq!(
+        notes(&b).iter().map(|(_, i)| i.clone()).collect::<Vec<_>>(),
+        [NoteItem::Comment("musebot: decided".into())]
+    );
+    assert_eq!(job.note.unwrap().items, [NoteItem::Comment("musebot: decided".into())]);
+    // Every report still the bot's to judge: closed.
+    b.double.closable.store(true, std::sync::atomic::Ordering::SeqCst);
+    let id = acknowledging(&b, "111");
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(
+        matches!(notes(&b).last(), Some((_, NoteItem::Acknowledge(_)))),
+        "{:?}",
+        notes(&b)
+    );
+}
+
 /// An intake over the bench's store and moderation, as the daemon builds it.
 fn intake(b: &Bench) -> crate::intake::Intake {
     let (queues, _, _) = crate::intake::Queues::new(16);
