@@ -175,20 +175,110 @@ pub fn request(state_dir: &Path, out: &Path, wait: Duration) -> Result<Summary, 
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let summary = crate::store::backup::verify(&file)?;
-    if std::fs::rename(&file, out).is_err() {
-        // Another file system: copied beside `out`, renamed into place, the daemon's removed.
-        let partial = out.with_extension("partial");
-        std::fs::copy(&file, &partial).map_err(io(&partial))?;
-        std::fs::rename(&partial, out).map_err(io(out))?;
-        let _ = std::fs::remove_file(&file);
+    // Whatever happens next, the daemon's copy does not wait in `backups/` for the sweep.
+    let placed = crate::store::backup::verify(&file)
+        .map_err(RequestError::from)
+        .and_then(|summary| {
+            if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            if std::fs::rename(&file, out).is_err() {
+                copy_into(&file, out)?;
+            }
+            Ok(summary)
+        });
+    let _ = std::fs::remove_file(&file);
+    placed
+}
+
+/// Another file system (or a rename refused): copied into a new file made exclusively beside
+/// `out` ([`create_beside`](crate::store::backup::create_beside): never through a file or a
+/// link someone put there), synced, renamed into place; removed on any failure.
+fn copy_into(file: &Path, out: &Path) -> Result<(), RequestError> {
+    let (mut to, tmp) = crate::store::backup::create_beside(out).map_err(|source| RequestError::Io {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let copied = std::fs::File::open(file)
+        .and_then(|mut from| std::io::copy(&mut from, &mut to))
+        .and_then(|_| to.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, out));
+    if let Err(source) = copied {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(RequestError::Io {
+            path: out.to_path_buf(),
+            source,
+        });
     }
-    Ok(summary)
+    let _ = std::fs::remove_file(file);
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A backup copied onto another file system goes through a file made afresh beside the
+    /// target: a link planted at any name there (the old `<name>.partial` included) is never
+    /// written through, and the copy is whole and the owner's alone.
+    #[test]
+    fn a_copy_to_another_file_system_never_writes_through_a_planted_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("4242-1.musebot-backup");
+        std::fs::write(&from, b"the backup").unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"the victim's own").unwrap();
+        let out = shared.join("nightly.backup");
+        std::os::unix::fs::symlink(&victim, shared.join("nightly.partial")).unwrap();
+        copy_into(&from, &out).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"the victim's own");
+        assert_eq!(std::fs::read(&out).unwrap(), b"the backup");
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        assert!(!from.exists(), "the daemon's copy is removed");
+    }
+
+    /// The running daemon answers a request: the backup lands in a folder that did not
+    /// exist (the command makes it, as it does with the daemon stopped); where it cannot be
+    /// put in place, the daemon's copy does not stay in `backups/` for the sweep.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_makes_the_target_folder_and_cleans_up_on_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let store = Store::open(&state).unwrap();
+        store.advance_cursor("mastodon:notifications", "1234").unwrap();
+        let stop = CancellationToken::new();
+        let daemon = tokio::spawn(serve(store, state.clone(), stop.clone()));
+        let wait = Duration::from_secs(30);
+
+        let out = dir.path().join("new/folder/nightly.backup");
+        let (s, o) = (state.clone(), out.clone());
+        let summary = tokio::task::spawn_blocking(move || request(&s, &o, wait))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(summary.records >= 1, "{summary:?}");
+        assert_eq!(crate::store::backup::verify(&out).unwrap(), summary);
+
+        // A target that is a folder with something in it: refused, nothing left behind.
+        let taken = dir.path().join("taken");
+        std::fs::create_dir_all(taken.join("inside")).unwrap();
+        let s = state.clone();
+        let refused = tokio::task::spawn_blocking(move || request(&s, &taken, wait))
+            .await
+            .unwrap();
+        assert!(refused.is_err());
+        let left: Vec<_> = std::fs::read_dir(folder(&state))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.is_empty(), "left in backups/: {left:?}");
+        stop.cancel();
+        daemon.await.unwrap();
+    }
 
     /// The sweep removes only the left-overs of a request (`<nonce>.musebot-backup`,
     /// `<nonce>.error`, a backup's `.partial-` file), never an operator's file that happens to

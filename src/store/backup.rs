@@ -1,7 +1,7 @@
 //! The store's schema version and its backups. A store records the schema it was written
 //! by ([`SCHEMA`], key `musebot:store-schema` in sled's default tree); [`check_schema`] reads
-//! it before anything is written, so a store of a newer build is refused, never half-read
-//! and rewritten. A backup is one file: a magic line, a JSON header (format, schema, when,
+//! it before musebot writes anything, so a store of a newer build is refused, never half-read
+//! (sled's own open, which comes first, may already have recovered and rewritten its files). A backup is one file: a magic line, a JSON header (format, schema, when,
 //! the build), then every record of every tree but the search cache (which refills itself)
 //! and the platform sessions (tokens stay on the host) as length-prefixed frames, an end
 //! frame and a JSON trailer with the counts and the SHA-256 of everything before it. [`restore`] reads it into a new sled folder inside the
@@ -106,31 +106,24 @@ pub(super) fn check_schema(db: &sled::Db) -> Result<(), StoreError> {
 }
 
 impl Store {
-    /// Writes a backup of the whole store (but the search cache) to `out`, through a
-    /// temporary file beside it renamed into place, so `out` is either whole or absent.
+    /// Writes a backup of the whole store (but the search cache) to `out`, through a new
+    /// file beside it ([`create_beside`]) renamed into place, so `out` is either whole or
+    /// absent (the new file removed on any failure).
     /// Safe while the daemon runs: each tree is read as it stands when it is reached (see
     /// the book's Backup page for what that means for jobs in flight).
     pub fn backup(&self, out: &Path) -> Result<Summary, BackupError> {
-        let mut tmp = out.as_os_str().to_owned();
-        tmp.push(format!(
-            ".partial-{}-{}",
-            std::process::id(),
-            chrono::Utc::now().timestamp_micros()
-        ));
-        let tmp = PathBuf::from(tmp);
-        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        let (file, tmp) = create_beside(out).map_err(io(out))?;
+        let written = self.write_backup(file, &tmp).and_then(|s| {
+            std::fs::rename(&tmp, out).map_err(io(out))?;
+            Ok(s)
+        });
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
         }
-        // It holds session tokens and opt-outs: the owner's alone, whatever the umask.
-        let file = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)
-                .map_err(io(&tmp))?
-        };
+        written
+    }
+
+    fn write_backup(&self, file: std::fs::File, tmp: &Path) -> Result<Summary, BackupError> {
         let mut w = Hashing::new(BufWriter::new(file));
         let created = chrono::Utc::now();
         let header = Header {
@@ -159,14 +152,13 @@ impl Store {
             w.write_all(b"E")?;
             Ok(w.hex())
         })();
-        let sha256 = result.map_err(io(&tmp))?;
+        let sha256 = result.map_err(io(tmp))?;
         let trailer = Trailer { trees, records, sha256 };
         let mut inner = w.into_inner();
-        serde_json::to_writer(&mut inner, &trailer).map_err(|e| io(&tmp)(e.into()))?;
-        inner.write_all(b"\n").map_err(io(&tmp))?;
-        let file = inner.into_inner().map_err(|e| io(&tmp)(e.into_error()))?;
-        file.sync_all().map_err(io(&tmp))?;
-        std::fs::rename(&tmp, out).map_err(io(out))?;
+        serde_json::to_writer(&mut inner, &trailer).map_err(|e| io(tmp)(e.into()))?;
+        inner.write_all(b"\n").map_err(io(tmp))?;
+        let file = inner.into_inner().map_err(|e| io(tmp)(e.into_error()))?;
+        file.sync_all().map_err(io(tmp))?;
         Ok(Summary {
             schema: SCHEMA,
             created,
@@ -175,6 +167,35 @@ impl Store {
             records,
         })
     }
+}
+
+/// A new file beside `out` (its folder made when missing), `<out>.partial-<pid>-<n>`, created
+/// exclusively (`O_CREAT|O_EXCL`: never an existing file, nor through a link planted at its
+/// name; a name taken is passed over for the next) and the owner's alone whatever the umask —
+/// a backup holds opt-outs and post texts. The caller renames it onto `out` or removes it.
+pub(crate) fn create_beside(out: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let start = chrono::Utc::now().timestamp_micros();
+    let mut last = None;
+    for n in 0..64 {
+        let mut tmp = out.as_os_str().to_owned();
+        tmp.push(format!(".partial-{}-{}", std::process::id(), start.wrapping_add(n)));
+        let tmp = PathBuf::from(tmp);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+        {
+            Ok(file) => return Ok((file, tmp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::ErrorKind::AlreadyExists.into()))
 }
 
 /// Reads a backup through and checks it whole (header, every frame, the trailer's counts
