@@ -4,8 +4,9 @@
 //! (sled's own open, which comes first, may already have recovered and rewritten its files). A backup is one file: a magic line, a JSON header (format, schema, when,
 //! the build), then every record of every tree but the search cache (which refills itself)
 //! and the platform sessions (tokens stay on the host) as length-prefixed frames, an end
-//! frame and a JSON trailer with the counts and the SHA-256 of everything before it. [`restore`] reads it into a new sled folder inside the
-//! target and moves its files into place only when the trailer checks: a truncated, altered or
+//! frame and a JSON trailer with the counts and the SHA-256 of everything before it. [`restore`] holds the target's own lock (its `db`, created and locked as
+//! sled does), passes over any tree a backup leaves out, reads the rest into a new sled folder
+//! inside the target and moves its files into place only when the trailer checks: a truncated, altered or
 //! newer-schema file is refused and leaves nothing behind. The checksum catches accidents, not
 //! forgery: a backup is as trusted as whoever could write it (keep it as the state folder).
 
@@ -210,6 +211,12 @@ pub fn verify(path: &Path) -> Result<Summary, BackupError> {
 /// only when the whole file has checked — sled's `db` last, so a restore cut short
 /// leaves no store that opens. On any error nothing is left behind.
 pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
+    restore_with(path, dir, || ())
+}
+
+/// [`restore`], calling `before_moving` once the records are written and just before the
+/// first file moves into `dir` (the tests start a daemon there).
+fn restore_with(path: &Path, dir: &Path, before_moving: impl FnOnce()) -> Result<Summary, BackupError> {
     // Any of sled's files: a store, or what is left of one (a stale snapshot beside a
     // restored `db` would be read with it).
     let occupied = std::fs::read_dir(dir).is_ok_and(|d| {
@@ -226,6 +233,11 @@ pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
     // Staged inside the state folder: whoever may write it may restore (no write beside it,
     // in `/var/lib`, is needed), and the moves below stay on one file system.
     std::fs::create_dir_all(dir).map_err(io(dir))?;
+    // The store's own lock, before anything is written into `dir`: its `db`, created here
+    // (never an existing one: a store there is refused) and locked as sled locks it. A daemon
+    // started during the restore finds it locked and refuses to start, rather than have its
+    // new store's files replaced under it. The restored `db` is renamed over it last.
+    let lock = take_lock(dir)?;
     let staging = dir.join(".restoring");
     let _ = std::fs::remove_dir_all(&staging);
     let result = (|| {
@@ -234,30 +246,40 @@ pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
             .flush_every_ms(None)
             .open()
             .map_err(StoreError::from)?;
-        let mut tree: Option<sled::Tree> = None;
+        // `None` before the first tree; `Some(None)` in a tree a backup leaves out.
+        let mut tree: Option<Option<sled::Tree>> = None;
         let summary = read(path, &mut |kind, a, b| {
             match kind {
-                b'T' => tree = Some(db.open_tree(a).map_err(StoreError::from)?),
-                _ => {
-                    let t = tree.as_ref().ok_or_else(|| BackupError::Damaged {
-                        path: path.to_path_buf(),
-                        why: "a record before its tree".into(),
-                    })?;
-                    t.insert(a, b).map_err(StoreError::from)?;
-                }
+                // A tree no backup holds (sessions, the cache) is passed over, records and all:
+                // a file altered to carry one must not make the bot act as another account.
+                b'T' if left_out(a) => tree = Some(None),
+                b'T' => tree = Some(Some(db.open_tree(a).map_err(StoreError::from)?)),
+                _ => match &tree {
+                    None => {
+                        return Err(BackupError::Damaged {
+                            path: path.to_path_buf(),
+                            why: "a record before its tree".into(),
+                        })
+                    }
+                    Some(None) => {}
+                    Some(Some(t)) => {
+                        t.insert(a, b).map_err(StoreError::from)?;
+                    }
+                },
             }
             Ok(())
         })?;
         db.flush().map_err(StoreError::from)?;
         drop(tree);
         drop(db);
+        before_moving();
         let entries = std::fs::read_dir(&staging).map_err(io(&staging))?;
         for entry in entries {
             let name = entry.map_err(io(&staging))?.file_name();
             if name == "db" {
                 continue;
             }
-            // What an earlier restore cut short left (never `db`: checked above).
+            // What an earlier restore cut short left (never `db`: the lock's, replaced last).
             let to = dir.join(&name);
             if to.is_dir() {
                 std::fs::remove_dir_all(&to).map_err(io(&to))?;
@@ -267,13 +289,39 @@ pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
             std::fs::rename(staging.join(&name), &to).map_err(io(&to))?;
         }
         std::fs::rename(staging.join("db"), dir.join("db")).map_err(io(dir))?;
-        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
         Ok(summary)
     })();
+    let _ = std::fs::remove_dir_all(&staging);
     if result.is_err() {
-        let _ = std::fs::remove_dir_all(&staging);
+        // Still the placeholder this restore made and holds: no store is left that opens.
+        let _ = std::fs::remove_file(dir.join("db"));
     }
+    drop(lock);
     result
+}
+
+/// Creates `dir/db` exclusively and locks it as sled does (`flock`, exclusive): a store, or a
+/// daemon that got there first, is [`BackupError::Occupied`].
+fn take_lock(dir: &Path) -> Result<std::fs::File, BackupError> {
+    use fs2::FileExt;
+    let db = dir.join("db");
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&db)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(BackupError::Occupied(dir.to_path_buf()))
+        }
+        Err(e) => return Err(io(&db)(e)),
+    };
+    if file.try_lock_exclusive().is_err() {
+        // A daemon opened it between the create and the lock: it is the daemon's now.
+        return Err(BackupError::Occupied(dir.to_path_buf()));
+    }
+    Ok(file)
 }
 
 /// What [`read`] hands each frame to.

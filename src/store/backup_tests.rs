@@ -183,3 +183,59 @@ fn a_header_or_trailer_past_its_bound_is_refused() {
     let e = check(sealed(body, counts.0, counts.1, 1 << 20)).unwrap_err();
     assert!(matches!(e, BackupError::Damaged { .. }), "{e}");
 }
+
+/// A file altered to carry trees no backup holds (the sessions, every account's; the cache)
+/// restores without them: a planted session never makes the bot act as another account.
+#[test]
+fn a_restore_passes_over_the_trees_a_backup_leaves_out() {
+    let here = tempfile::tempdir().unwrap();
+    let store = busy(&here.path().join("state"));
+    let file = here.path().join("b");
+    let summary = store.backup(&file).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let end = bytes.iter().rposition(|b| *b == b'E').unwrap();
+    let mut body = bytes[..end].to_vec();
+    for tree in ["sessions", "labels/sessions", "cache"] {
+        frame(&mut body, b'T', &[tree.as_bytes()]).unwrap();
+        frame(
+            &mut body,
+            b'R',
+            &[b"bluesky:pds:bot", b"{\"did\":\"did:plc:someone-else\"}"],
+        )
+        .unwrap();
+    }
+    body.push(b'E');
+    let crafted = here.path().join("crafted");
+    std::fs::write(&crafted, sealed(&body, summary.trees + 3, summary.records + 3, 0)).unwrap();
+    let target = here.path().join("target");
+    restore(&crafted, &target).unwrap();
+    let restored = Store::open(&target).unwrap();
+    assert_eq!(restored.session("bluesky:pds:bot").unwrap(), None);
+    let labels = restored.account("labels", "", "").unwrap();
+    assert_eq!(labels.session("bluesky:pds:bot").unwrap(), None);
+    assert!(restored.cache.is_empty());
+    assert_eq!(contents(&restored), contents(&store), "the rest comes back");
+}
+
+/// A daemon started while a restore runs finds the store taken (the restore holds the store's
+/// own lock before it moves anything): it refuses to start rather than have its files
+/// replaced under it, and the restore lands whole.
+#[test]
+fn a_daemon_started_during_a_restore_finds_the_store_locked() {
+    let here = tempfile::tempdir().unwrap();
+    let store = busy(&here.path().join("state"));
+    let file = here.path().join("b");
+    let summary = store.backup(&file).unwrap();
+    let target = here.path().join("target");
+    let mut started = None;
+    let restored = restore_with(&file, &target, || {
+        started = Some(Store::open(&target).map(drop));
+    })
+    .unwrap();
+    assert_eq!(restored, summary);
+    let e = started
+        .unwrap()
+        .expect_err("the daemon started on a store being restored");
+    assert!(e.is_locked(), "{e}");
+    assert_eq!(contents(&Store::open(&target).unwrap()), contents(&store));
+}
