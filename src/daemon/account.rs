@@ -267,7 +267,14 @@ pub(super) async fn run(secrets: Secrets, shared: Shared) -> anyhow::Result<()> 
             _ => Vec::new(),
         },
     };
-    let intake = Intake::new(store.clone(), metrics.clone(), queues, allowed_bots, moderation.clone());
+    let intake = Intake::new(
+        store.clone(),
+        metrics.clone(),
+        queues,
+        allowed_bots,
+        moderation.clone(),
+        config.limits.checks_per_requester_per_hour,
+    );
     if let Some(token) = admin_token {
         let listener = tokio::net::TcpListener::bind(&config.admin.listen)
             .await

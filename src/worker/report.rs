@@ -59,28 +59,15 @@ impl Run<'_> {
         // over by the next report of the post from someone else (intake). The platform's own
         // moderators (trusted flaggers) are bounded by what their reports cost — the day's
         // report share above — not by a window made for strangers.
-        let author = &job.trigger.author;
-        // A remote server files Flags under any actor it likes: its reporters share one
-        // window, keyed by its domain, and none of them is trusted.
-        let remote = author.handle.split_once('@').map(|(_, domain)| domain.to_lowercase());
-        let who = match &remote {
-            Some(domain) => format!("{platform}:server:{domain}"),
-            None => format!("{platform}:{}", author.key()),
-        };
-        let trusted = remote.is_none()
-            && self
-                .worker
-                .moderation
-                .is_moderator(job.trigger.platform, &author.handle, author.id.as_deref());
-        if !trusted
-            && !self.worker.store.charge_window(
-                &format!("rate:checks:{who}"),
-                &job.id,
-                self.worker.limits.checks_per_requester_per_hour,
-                chrono::Duration::hours(1),
-                chrono::Utc::now(),
-            )?
-        {
+        // Intake charged it already (the same job again is free): this charges jobs stored
+        // before it did, and a job that waited past the hour.
+        if !charge_report_window(
+            &self.worker.moderation,
+            &self.worker.store,
+            &job.trigger,
+            &job.id,
+            self.worker.limits.checks_per_requester_per_hour,
+        )? {
             return skip(SkipReason::OverQuotaSilenced);
         }
         let mut target = match self.platform.resolve(&job.trigger).await {
@@ -331,4 +318,37 @@ fn stance_line(draft: &crate::model::Draft, lang: &str) -> Option<String> {
         "note_stance",
         minijinja::context! { stance, score },
     ))
+}
+
+/// Charges report job `job_id` to its reporter's sliding hourly window (`per_hour`); `false`
+/// once it is spent. A remote server files Flags under any actor it likes: its reporters
+/// share one window, keyed by its domain, and none of them is trusted. The platform's own
+/// moderators (trusted flaggers) are charged nothing. Intake charges it when a report comes
+/// (so a spent reporter's job ends at once and another reporter's report of the post takes
+/// it over); the resolve stage again (free for the same job).
+pub(crate) fn charge_report_window(
+    moderation: &crate::moderation::Moderation,
+    store: &crate::store::Store,
+    t: &crate::model::Trigger,
+    job_id: &str,
+    per_hour: u32,
+) -> Result<bool, crate::store::StoreError> {
+    let platform = t.platform.as_str();
+    let author = &t.author;
+    let remote = author.handle.split_once('@').map(|(_, domain)| domain.to_lowercase());
+    let who = match &remote {
+        Some(domain) => format!("{platform}:server:{domain}"),
+        None => format!("{platform}:{}", author.key()),
+    };
+    let trusted = remote.is_none() && moderation.is_moderator(t.platform, &author.handle, author.id.as_deref());
+    if trusted {
+        return Ok(true);
+    }
+    store.charge_window(
+        &format!("rate:checks:{who}"),
+        job_id,
+        per_hour,
+        chrono::Duration::hours(1),
+        chrono::Utc::now(),
+    )
 }

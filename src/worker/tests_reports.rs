@@ -396,6 +396,7 @@ fn intake(b: &Bench) -> crate::intake::Intake {
         queues,
         Default::default(),
         b.worker.moderation.clone(),
+        b.worker.limits.checks_per_requester_per_hour,
     )
 }
 
@@ -458,6 +459,30 @@ async fn a_post_skipped_for_its_first_reporter_is_checked_when_someone_else_repo
     accept(&intake, report("5", "101", "10")).await;
     let job = b.run("mastodon:report:101").await;
     assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+}
+
+/// An account past its hourly window reports a post, and an ordinary member reports it in the
+/// same read (before any worker ran): the post is checked, for the member. The window is
+/// charged when intake decides, so the first report ends at once and the second takes over.
+#[tokio::test]
+async fn a_report_that_comes_while_a_spent_reporters_job_is_pending_is_not_dropped() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    b.worker.limits.checks_per_requester_per_hour = 1;
+    for pid in ["102", "103"] {
+        moon_post(&b, pid);
+    }
+    let intake = intake(&b);
+    // Reporter 8 spends its one check of the hour.
+    accept(&intake, report("6", "102", "8")).await;
+    let job = b.run("mastodon:report:102").await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    // One read: 8's report of 103, then member 11's.
+    accept(&intake, report("7", "103", "8")).await;
+    accept(&intake, report("8", "103", "11")).await;
+    let job = b.run("mastodon:report:103").await;
+    assert_eq!(job.status, Status::Done, "{:?} {:?}", job.status, job.last_error);
+    assert_eq!(job.trigger.author.id.as_deref(), Some("11"), "checked for the member");
 }
 
 #[tokio::test]
