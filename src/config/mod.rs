@@ -88,6 +88,9 @@ pub struct DaemonConfig {
     pub retry_base_secs: u64,
     /// Folder with prompt templates overriding the built-in ones (empty = built-in).
     pub prompts_dir: PathBuf,
+    /// A file on the host holding the key that signs backups and checks them before a
+    /// verify or restore (empty = backups unsigned).
+    pub backup_key: PathBuf,
 }
 
 impl Default for DaemonConfig {
@@ -101,6 +104,7 @@ impl Default for DaemonConfig {
             retry_base_secs: 5,
             keep_days: 30,
             prompts_dir: PathBuf::new(),
+            backup_key: PathBuf::new(),
         }
     }
 }

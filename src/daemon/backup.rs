@@ -3,8 +3,8 @@
 //! writes a request (`backups/.request` in `daemon.state_dir`, a nonce of its own) and the
 //! daemon, which looks for one every [`LOOK_EVERY`], writes the backup as
 //! `backups/<nonce>.musebot-backup` (or `<nonce>.error` with why) — inside the state folder,
-//! the one place the service may write. The command then checks the file whole and moves it
-//! where it was asked to. A file, not a signal: it works whatever user namespace systemd gives
+//! the one place the service may write, signed with `daemon.backup_key` where one is set. The
+//! command then checks the file whole (against its own key) and moves it where it was asked to. A file, not a signal: it works whatever user namespace systemd gives
 //! the service, and whoever may write the state folder may read the store anyway.
 
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::store::backup::{BackupError, Summary};
+use crate::store::backup::{BackupError, BackupKey, Summary};
 use crate::store::Store;
 
 /// How often the daemon looks for a request.
@@ -25,7 +25,7 @@ pub fn folder(state_dir: &Path) -> PathBuf {
 }
 
 /// The daemon's side: answers each request until `stop`.
-pub async fn serve(store: Store, state_dir: PathBuf, stop: CancellationToken) {
+pub async fn serve(store: Store, state_dir: PathBuf, key: Option<BackupKey>, stop: CancellationToken) {
     let dir = folder(&state_dir);
     let mut tick = tokio::time::interval(LOOK_EVERY);
     // A request that could not be removed, said once.
@@ -54,7 +54,8 @@ pub async fn serve(store: Store, state_dir: PathBuf, stop: CancellationToken) {
             continue;
         }
         let (store, out) = (store.clone(), dir.join(format!("{nonce}.musebot-backup")));
-        let done = tokio::task::spawn_blocking(move || store.backup(&out)).await;
+        let key = key.clone();
+        let done = tokio::task::spawn_blocking(move || store.backup(&out, key.as_ref())).await;
         match done {
             Ok(Ok(s)) => tracing::info!(
                 trees = s.trees,
@@ -148,8 +149,8 @@ pub enum RequestError {
 }
 
 /// The command's side: asks the running daemon for a backup, waits up to `wait`, checks the
-/// file whole and moves it to `out`.
-pub fn request(state_dir: &Path, out: &Path, wait: Duration) -> Result<Summary, RequestError> {
+/// file whole (its MAC under `key` too, where given) and moves it to `out`.
+pub fn request(state_dir: &Path, out: &Path, key: Option<&BackupKey>, wait: Duration) -> Result<Summary, RequestError> {
     let dir = folder(state_dir);
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -176,7 +177,7 @@ pub fn request(state_dir: &Path, out: &Path, wait: Duration) -> Result<Summary, 
         std::thread::sleep(Duration::from_millis(200));
     }
     // Whatever happens next, the daemon's copy does not wait in `backups/` for the sweep.
-    let placed = crate::store::backup::verify(&file)
+    let placed = crate::store::backup::verify(&file, key)
         .map_err(RequestError::from)
         .and_then(|summary| {
             if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -251,23 +252,23 @@ mod tests {
         let store = Store::open(&state).unwrap();
         store.advance_cursor("mastodon:notifications", "1234").unwrap();
         let stop = CancellationToken::new();
-        let daemon = tokio::spawn(serve(store, state.clone(), stop.clone()));
+        let daemon = tokio::spawn(serve(store, state.clone(), None, stop.clone()));
         let wait = Duration::from_secs(30);
 
         let out = dir.path().join("new/folder/nightly.backup");
         let (s, o) = (state.clone(), out.clone());
-        let summary = tokio::task::spawn_blocking(move || request(&s, &o, wait))
+        let summary = tokio::task::spawn_blocking(move || request(&s, &o, None, wait))
             .await
             .unwrap()
             .unwrap();
         assert!(summary.records >= 1, "{summary:?}");
-        assert_eq!(crate::store::backup::verify(&out).unwrap(), summary);
+        assert_eq!(crate::store::backup::verify(&out, None).unwrap(), summary);
 
         // A target that is a folder with something in it: refused, nothing left behind.
         let taken = dir.path().join("taken");
         std::fs::create_dir_all(taken.join("inside")).unwrap();
         let s = state.clone();
-        let refused = tokio::task::spawn_blocking(move || request(&s, &taken, wait))
+        let refused = tokio::task::spawn_blocking(move || request(&s, &taken, None, wait))
             .await
             .unwrap();
         assert!(refused.is_err());
@@ -276,6 +277,43 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(left.is_empty(), "left in backups/: {left:?}");
+        stop.cancel();
+        daemon.await.unwrap();
+    }
+
+    /// A daemon with `daemon.backup_key` signs the backups it serves, and the command checks
+    /// them with its own key: a backup from a daemon with another key (or none) is refused and
+    /// not put in place.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_daemon_with_a_key_serves_signed_backups_the_command_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let store = Store::open(&state).unwrap();
+        store.advance_cursor("mastodon:notifications", "1234").unwrap();
+        let key = BackupKey::of(b"the daemon's key, 32 bytes long!");
+        let stop = CancellationToken::new();
+        let daemon = tokio::spawn(serve(store, state.clone(), Some(key.clone()), stop.clone()));
+        let wait = Duration::from_secs(30);
+        let ask = |out: PathBuf, key: BackupKey| {
+            let s = state.clone();
+            tokio::task::spawn_blocking(move || request(&s, &out, Some(&key), wait))
+        };
+
+        let out = dir.path().join("signed.backup");
+        let summary = ask(out.clone(), key.clone()).await.unwrap().unwrap();
+        assert!(summary.signed, "{summary:?}");
+        assert_eq!(crate::store::backup::verify(&out, Some(&key)).unwrap(), summary);
+
+        let other = dir.path().join("other.backup");
+        let refused = ask(other.clone(), BackupKey::of(b"not the daemon's key, 32 bytes!!"))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("does not match daemon.backup_key"),
+            "{refused}"
+        );
+        assert!(!other.exists());
         stop.cancel();
         daemon.await.unwrap();
     }
