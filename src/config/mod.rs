@@ -433,6 +433,26 @@ mod tests {
         );
     }
 
+    /// Re-checks' share of the budget is at most reports': a larger one is a problem naming the
+    /// key and the fix.
+    #[test]
+    fn the_recheck_share_is_at_most_the_report_share() {
+        let mut c = Config::default();
+        assert!(c.budget.recheck_share < c.budget.report_share);
+        c.budget.report_share = 0.5;
+        c.budget.recheck_share = 0.7;
+        let problems = c.validate();
+        let p = problems
+            .iter()
+            .find(|p| p.key == "budget.recheck_share")
+            .expect("refused");
+        assert!(p.to_string().contains("at most budget.report_share"), "{p}");
+        c.budget.recheck_share = 0.5;
+        assert!(c.validate().iter().all(|p| !p.key.starts_with("budget.")));
+        c.budget.recheck_share = 0.0;
+        assert!(c.validate().iter().any(|p| p.key == "budget.recheck_share"));
+    }
+
     #[test]
     fn prefilter_first_must_leave_the_evidence_its_passages() {
         let mut c = Config::default();

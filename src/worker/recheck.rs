@@ -3,8 +3,9 @@
 //!
 //! - **resolve**: the kept answer must still be open (kept, not deleted, under `max_updates`;
 //!   a hashtag auto-reply's not paused);
-//!   the post is read again; no quota (the asker already asked), the budget as for a hashtag
-//!   hit (stopped past the hashtag share); claim memory is off (a re-check searches afresh).
+//!   the post is read again; no quota (the asker already asked); past `budget.recheck_share`
+//!   (or the hashtag share, where lower) it waits for the next UTC day, before reported posts
+//!   do; claim memory is off (a re-check searches afresh).
 //! - **compose**: the new answer against what the thread says — a different verdict, or a
 //!   deciding professional fact-check the thread does not name yet, makes an update ("Update:
 //!   …" in the post's language, under the bot's last part; or, Mastodon with `corrections =

@@ -45,11 +45,7 @@ impl Run<'_> {
         let used = budget.used();
         if used > 0.0 && (used >= 1.0 || used >= budget.config.report_share) {
             // A report is the moderators' request: it waits for the next day's budget.
-            let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1))
-                .date_naive()
-                .and_hms_opt(0, 0, 0)
-                .expect("midnight exists")
-                .and_utc();
+            let tomorrow = super::resolve::next_utc_day();
             tracing::info!(until = %tomorrow, "the day's budget share for reports is spent; the reported post waits");
             return Ok(StageOutcome::Wait(tomorrow));
         }

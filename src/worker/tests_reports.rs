@@ -11,7 +11,7 @@ use crate::model::{Account, Cause, NoteItem, Trigger};
 use crate::platform::double::Call;
 use crate::test_llm::Script;
 
-fn reports(b: &mut Bench, channel: ReportChannel) {
+pub(super) fn reports(b: &mut Bench, channel: ReportChannel) {
     let config = ModerationConfig {
         mastodon_moderators: vec!["mod".into()],
         reports: ReportsConfig {
@@ -25,7 +25,7 @@ fn reports(b: &mut Bench, channel: ReportChannel) {
 }
 
 /// Report `report` of post `post` by the account with id `reporter`.
-fn report(report: &str, post: &str, reporter: &str) -> Trigger {
+pub(super) fn report(report: &str, post: &str, reporter: &str) -> Trigger {
     Trigger {
         cause: Cause::Report {
             report: report.into(),
@@ -48,7 +48,7 @@ fn report(report: &str, post: &str, reporter: &str) -> Trigger {
 }
 
 /// Post `pid` by carol, public, repeating a checked claim.
-fn moon_post(b: &Bench, pid: &str) {
+pub(super) fn moon_post(b: &Bench, pid: &str) {
     b.double.add_post(crate::model::Post::text_only(
         pid,
         "carol",
