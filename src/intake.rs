@@ -5,7 +5,8 @@
 //! need no further request (own posts, bots, `#nobot` requesters, and [`Moderation::triage`]:
 //! commands from non-moderators, blocked and opted-out authors, a hashtag's policy), then
 //! hands the job id to the workers (the quota is charged by the resolve stage, only for jobs
-//! that will be answered) through bounded queues: mentions and commands ahead of hashtag hits.
+//! that will be answered; a report's reporter window here, so a spent reporter's job ends
+//! unread and another reporter's report takes it over) through bounded queues: mentions and commands ahead of hashtag hits.
 //! A full queue drops nothing: the job is already in the store and the dispatcher's sweep picks
 //! it up. Intake is the only mover of cursors:
 //! sources report how far they read in each event and never touch the store.
@@ -51,6 +52,9 @@ struct Inner {
     queues: Queues,
     allowed_bots: AllowedBots,
     moderation: Moderation,
+    /// `limits.checks_per_requester_per_hour`: a report is charged to its reporter's window
+    /// when it comes.
+    checks_per_hour: u32,
 }
 
 /// Bot accounts whose mentions are answered (`mastodon.allowed_bots`, `bluesky.allowed_bots`),
@@ -99,6 +103,7 @@ impl Intake {
         queues: Queues,
         allowed_bots: AllowedBots,
         moderation: Moderation,
+        checks_per_hour: u32,
     ) -> Intake {
         Intake {
             inner: Arc::new(Inner {
@@ -107,6 +112,7 @@ impl Intake {
                 queues,
                 allowed_bots,
                 moderation,
+                checks_per_hour,
             }),
         }
     }
@@ -123,6 +129,7 @@ impl Intake {
             queues,
             AllowedBots::default(),
             moderation,
+            crate::config::LimitsConfig::default().checks_per_requester_per_hour,
         )
     }
 
@@ -218,6 +225,21 @@ impl Intake {
         let cause = trigger.cause.as_str();
         let mut job = Job::new(trigger);
         self.triage(&mut job);
+        // A report is charged to its reporter's window now, before anything is decided: a
+        // spent reporter's job ends here, unread, so another reporter's report of the post
+        // (in the same read, say) takes it over instead of being dropped as a repeat.
+        if job.status == Status::Pending
+            && matches!(job.trigger.cause, Cause::Report { .. })
+            && !crate::worker::charge_report_window(
+                &inner.moderation,
+                &inner.store,
+                &job.trigger,
+                &job.id,
+                inner.checks_per_hour,
+            )?
+        {
+            job.status = Status::Skipped(SkipReason::OverQuotaSilenced);
+        }
         let stored = if reopen {
             let taken = inner
                 .store
@@ -347,6 +369,7 @@ mod tests {
             queues,
             AllowedBots::default(),
             m.clone(),
+            5,
         );
         let hit = |id: &str, author: &str| {
             let mut t = Trigger::test_mention(id);

@@ -67,6 +67,20 @@ pub struct BackendHealth {
     pub last_failure: Option<String>,
 }
 
+/// Each fate of a post the network watch saw (`musebot_watch_posts_total`'s `event`).
+pub const WATCH_FATES: &[&str] = &[
+    "language",
+    "length",
+    "words",
+    "no_match",
+    "not_asserted",
+    "exempt",
+    "seen_before",
+    "capped",
+    "taken",
+    "failed",
+];
+
 /// Failures in a row after which a search backend counts as failing (`/healthz` degraded).
 pub const FAILING_AFTER: u32 = 5;
 
@@ -250,6 +264,11 @@ impl Metrics {
             "Reported posts, by platform and event (seen|checked|noted|skipped_<reason>)",
             reports.clone(),
         );
+        // The kinds an alert reads, counted from 0: a counter's first sample is not an
+        // increase, so one born at 1 would hide the first error.
+        for kind in ["llm", "outage", "store"] {
+            let _ = errors.get_or_create(&ErrorLabel { kind: kind.into() });
+        }
         let watch_posts = Family::<ReportLabel, Counter>::default();
         registry.register(
             "watch_posts",
@@ -435,6 +454,24 @@ impl Metrics {
             .inc();
     }
 
+    /// A configured platform: its mentions counted from 0 (an alert on their increase reads
+    /// a series that exists before the first one).
+    pub fn platform(&self, platform: &str) {
+        let _ = self.mentions_received.get_or_create(&PlatformLabel {
+            platform: platform.into(),
+        });
+    }
+
+    /// A platform the watch reads: each fate counted from 0.
+    pub fn watching(&self, platform: &str) {
+        for fate in WATCH_FATES {
+            let _ = self.watch_posts.get_or_create(&ReportLabel {
+                platform: platform.into(),
+                event: fate.to_string(),
+            });
+        }
+    }
+
     /// `n` posts the watch saw on `platform` met `fate`.
     pub fn watch(&self, platform: &str, fate: &str, n: u64) {
         self.watch_posts
@@ -514,34 +551,5 @@ impl Metrics {
 }
 
 #[cfg(test)]
-mod account_tests {
-    use super::{ConnState, Metrics};
-
-    /// A named account's samples carry `account="<name>"` in the one exposition, and its
-    /// connections show in `/healthz` as `<platform>@<name>`.
-    #[test]
-    fn each_account_is_labelled_in_metrics_and_health() {
-        let m = Metrics::new();
-        let es = m.account("es");
-        m.mention("mastodon");
-        es.mention("mastodon");
-        es.mention("mastodon");
-        m.set_connection("mastodon", ConnState::Connected);
-        es.set_connection("mastodon", ConnState::Connecting);
-        let text = m.encode();
-        assert!(
-            text.contains("musebot_mentions_received_total{platform=\"mastodon\"} 1"),
-            "{text}"
-        );
-        assert!(
-            text.lines().any(|l| l.starts_with("musebot_mentions_received_total")
-                && l.contains("account=\"es\"")
-                && l.ends_with(" 2")),
-            "{text}"
-        );
-        assert_eq!(text.matches("# EOF").count(), 1);
-        let states = m.connection_states();
-        assert_eq!(states.get("mastodon"), Some(&ConnState::Connected));
-        assert_eq!(states.get("mastodon@es"), Some(&ConnState::Connecting));
-    }
-}
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -1,5 +1,6 @@
 //! `[budget]`: the daily LLM budget in tokens and in money (prices per model), and the share
-//! of it after which hashtag auto-replies stop so that mentions can go on.
+//! of it after which hashtag auto-replies stop so that mentions can go on, re-checks wait (before
+//! reports do), and reported posts wait.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,10 @@ pub struct BudgetConfig {
     /// Share of the day's budget after which reported posts wait for the next day (their
     /// findings go to moderators; mentions go on to the whole budget).
     pub report_share: f64,
+    /// Share of the day's budget after which re-checks of kept answers wait for the next day;
+    /// at most `report_share`, so re-checks (edits, follower rounds) never spend what reported
+    /// posts need.
+    pub recheck_share: f64,
     /// Price per million tokens, by model name. Every token (the vision model's too) is
     /// counted at `[llm] model`'s price.
     pub prices: BTreeMap<String, Price>,
@@ -39,6 +44,7 @@ impl Default for BudgetConfig {
             daily_cost: 0.0,
             hashtag_share: 0.8,
             report_share: 0.8,
+            recheck_share: 0.6,
             prices: BTreeMap::new(),
         }
     }

@@ -88,6 +88,9 @@ pub struct DaemonConfig {
     pub retry_base_secs: u64,
     /// Folder with prompt templates overriding the built-in ones (empty = built-in).
     pub prompts_dir: PathBuf,
+    /// A file on the host holding the key that signs backups and checks them before a
+    /// verify or restore (empty = backups unsigned).
+    pub backup_key: PathBuf,
 }
 
 impl Default for DaemonConfig {
@@ -101,6 +104,7 @@ impl Default for DaemonConfig {
             retry_base_secs: 5,
             keep_days: 30,
             prompts_dir: PathBuf::new(),
+            backup_key: PathBuf::new(),
         }
     }
 }
@@ -427,6 +431,26 @@ mod tests {
                 "mastodon.base_url"
             ]
         );
+    }
+
+    /// Re-checks' share of the budget is at most reports': a larger one is a problem naming the
+    /// key and the fix.
+    #[test]
+    fn the_recheck_share_is_at_most_the_report_share() {
+        let mut c = Config::default();
+        assert!(c.budget.recheck_share < c.budget.report_share);
+        c.budget.report_share = 0.5;
+        c.budget.recheck_share = 0.7;
+        let problems = c.validate();
+        let p = problems
+            .iter()
+            .find(|p| p.key == "budget.recheck_share")
+            .expect("refused");
+        assert!(p.to_string().contains("at most budget.report_share"), "{p}");
+        c.budget.recheck_share = 0.5;
+        assert!(c.validate().iter().all(|p| !p.key.starts_with("budget.")));
+        c.budget.recheck_share = 0.0;
+        assert!(c.validate().iter().any(|p| p.key == "budget.recheck_share"));
     }
 
     #[test]

@@ -60,7 +60,8 @@ pub struct ReportsConfig {
     /// Reports older than this many hours when first read are not checked (a first start
     /// does not check the whole backlog).
     pub max_age_hours: u64,
-    /// Bluesky: acknowledge the subject in Ozone when a matched fact-check decided the verdict.
+    /// Bluesky: acknowledge the subject in Ozone when a matched fact-check decided the verdict
+    /// and every report on it, read again just before, says the post misleads (none later).
     pub acknowledge: bool,
     /// Bluesky: escalate the subject in Ozone when the bot could not verify the post.
     pub escalate: bool,

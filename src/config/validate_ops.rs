@@ -134,6 +134,13 @@ pub(super) fn budget(c: &Config, p: &mut Problems) {
             "set a share above 0 and at most 1, e.g. 0.8 (reported posts wait at 80 % of the day's budget)",
         );
     }
+    if !(b.recheck_share > 0.0 && b.recheck_share <= b.report_share.min(1.0)) {
+        p.bad(
+            "budget.recheck_share",
+            format!("is {} (budget.report_share is {})", b.recheck_share, b.report_share),
+            "set a share above 0 and at most budget.report_share, e.g. 0.6 (re-checks wait at 60 % of the day's budget, before reported posts do)",
+        );
+    }
     if !(b.daily_cost >= 0.0 && b.daily_cost.is_finite()) {
         p.bad(
             "budget.daily_cost",

@@ -72,6 +72,20 @@ pub const TABLE: &[(&str, Factuality, Bias, &str, &str)] = &[
         "de",
         "CORRECTIV.Faktencheck (IFCN signatory)",
     ),
+    (
+        "dpa-factchecking.com",
+        High,
+        LeastBiased,
+        "de",
+        "dpa-Faktencheck, dpa's fact-check desk (IFCN signatory)",
+    ),
+    (
+        "mimikama.org",
+        High,
+        LeastBiased,
+        "de",
+        "Mimikama, Austria (IFCN signatory)",
+    ),
     // French.
     (
         "francetvinfo.fr",
@@ -162,6 +176,20 @@ pub const TABLE: &[(&str, Factuality, Bias, &str, &str)] = &[
         "pt",
         "Aos Fatos, Brazil (IFCN signatory)",
     ),
+    (
+        "lupa.uol.com.br",
+        High,
+        LeastBiased,
+        "pt",
+        "Agência Lupa, Brazil (IFCN signatory)",
+    ),
+    (
+        "poligrafo.sapo.pt",
+        High,
+        LeastBiased,
+        "pt",
+        "Polígrafo, Portugal (IFCN signatory)",
+    ),
     // Italian.
     (
         "rai.it",
@@ -180,6 +208,13 @@ pub const TABLE: &[(&str, Factuality, Bias, &str, &str)] = &[
         "Pagella Politica (IFCN signatory)",
     ),
     ("facta.news", High, LeastBiased, "it", "Facta (IFCN signatory)"),
+    (
+        "open.online",
+        High,
+        LeastBiased,
+        "it",
+        "Open; Open Fact-checking (IFCN signatory)",
+    ),
     // Dutch.
     (
         "nos.nl",
@@ -214,6 +249,13 @@ pub const TABLE: &[(&str, Factuality, Bias, &str, &str)] = &[
     ),
     ("jiji.com", High, LeastBiased, "ja", "Jiji Press, Japanese news agency"),
     ("infact.press", High, LeastBiased, "ja", "InFact (IFCN signatory)"),
+    (
+        "factcheckcenter.jp",
+        High,
+        LeastBiased,
+        "ja",
+        "Japan Fact-check Center (IFCN signatory)",
+    ),
     ("fij.info", High, LeastBiased, "ja", "FactCheck Initiative Japan"),
     // Korean.
     (

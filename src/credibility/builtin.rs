@@ -38,8 +38,14 @@ pub const TABLE: &[(&str, Factuality, Bias)] = &[
     ("snopes.com", High, LeftCenter),
     ("politifact.com", High, LeftCenter),
     ("leadstories.com", High, LeastBiased),
+    ("science.feedback.org", VeryHigh, ProScience),
     ("healthfeedback.org", VeryHigh, ProScience),
     ("climatefeedback.org", VeryHigh, ProScience),
+    // Fact-checkers of the table the project found no rating of its own reading for: IFCN
+    // signatories, rated as the publishers beyond English are (high, least biased).
+    ("checkyourfact.com", High, LeastBiased),
+    ("truthorfiction.com", High, LeastBiased),
+    ("aap.com.au", High, LeastBiased),
     // National and international news.
     ("bbc.co.uk", High, LeftCenter),
     ("bbc.com", High, LeftCenter),

@@ -383,6 +383,22 @@ mod tests {
             Some(Tier::Medium)
         );
     }
+    /// A review is believed only from a credible publisher: every fact-checker a reply may name
+    /// (the table, desk paths included) has a tier of its own in the built-in ratings.
+    #[test]
+    fn every_fact_checker_in_the_table_is_credible() {
+        let c = Credibility::builtin();
+        for (domain, path, name, lang) in factcheckers::TABLE {
+            let url = format!("https://{domain}{}a-check", if path.is_empty() { "/" } else { path });
+            assert_eq!(c.fact_checker(&url), Some(*name), "{url}");
+            let v = c.verdict(&url);
+            assert!(
+                v.tier.is_some() && v.source == "built-in",
+                "{name} ({domain}, {lang}) has no credibility tier: {v:?}"
+            );
+        }
+    }
+
     #[test]
     fn hosts_are_judged_as_the_parser_reads_them() {
         let mut c = Credibility::default();

@@ -121,6 +121,7 @@ pub(super) async fn run(secrets: Secrets, shared: Shared) -> anyhow::Result<()> 
     let mut watch_sources = Vec::new();
     if let Some(token) = token {
         metrics.set_connection("mastodon", crate::metrics::ConnState::Connecting);
+        metrics.platform("mastodon");
         let connect = || Mastodon::connect(&config.mastodon, token.clone());
         let Some((mastodon, source)) = connect_with_retry("mastodon", m.reconnect_max_secs, connect, &shutdown).await?
         else {
@@ -187,6 +188,7 @@ pub(super) async fn run(secrets: Secrets, shared: Shared) -> anyhow::Result<()> 
     }
     if let Some(password) = bluesky_password {
         metrics.set_connection("bluesky", crate::metrics::ConnState::Connecting);
+        metrics.platform("bluesky");
         let connect = || Bluesky::connect(b, password.clone(), Some(store.clone()));
         let Some((bluesky, source)) = connect_with_retry("bluesky", b.reconnect_max_secs, connect, &shutdown).await?
         else {
@@ -265,7 +267,14 @@ pub(super) async fn run(secrets: Secrets, shared: Shared) -> anyhow::Result<()> 
             _ => Vec::new(),
         },
     };
-    let intake = Intake::new(store.clone(), metrics.clone(), queues, allowed_bots, moderation.clone());
+    let intake = Intake::new(
+        store.clone(),
+        metrics.clone(),
+        queues,
+        allowed_bots,
+        moderation.clone(),
+        config.limits.checks_per_requester_per_hour,
+    );
     if let Some(token) = admin_token {
         let listener = tokio::net::TcpListener::bind(&config.admin.listen)
             .await

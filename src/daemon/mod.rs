@@ -47,9 +47,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let metrics = Metrics::new();
     let mut background = tokio::task::JoinSet::new();
     // `musebot state backup` while the daemon holds the store.
+    // Read at start: a key that cannot be read stops the start, never an unsigned backup.
+    let backup_key = crate::store::backup::BackupKey::load(&config.daemon.backup_key)?;
     background.spawn(backup::serve(
         store.clone(),
         config.daemon.state_dir.clone(),
+        backup_key,
         shutdown.clone(),
     ));
     if !config.http.listen.is_empty() {

@@ -142,16 +142,16 @@ impl Follower {
                     self.store.update_kept(&kept.job_id, |k| k.hidden = None)?;
                     round.visible += 1;
                     // The timers that fell due while it was hidden were dropped: an answer
-                    // that could not tell is re-checked once now instead.
-                    let could_not_tell = kept.outcome == "insufficient"
-                        || kept.verdict.is_none_or(|v| v == crate::model::Verdict::Unverifiable);
-                    if could_not_tell {
+                    // that is not settled (the rule `keep` sets timers by) is re-checked once
+                    // now instead — within the cooldown and the idle bound, as the author's
+                    // doing (a block lifted) is.
+                    if super::kept_unsettled(&kept) {
                         super::recheck_now(
                             &self.store,
                             &self.config,
                             &kept.job_id,
                             RecheckWhy::Scheduled,
-                            super::Asker::Moderator,
+                            super::Asker::Seen,
                         )?;
                     }
                 }

@@ -236,3 +236,64 @@ fn only_spacing_and_case_are_not_words() {
         assert_ne!(words(a), words(b), "{a} / {b}");
     }
 }
+
+/// Ends the re-check a test set (its timer gone, no job waiting), as a run that found nothing
+/// new would.
+fn run_out(store: &Store, job_id: &str) {
+    for t in store.timers_of(job_id).unwrap() {
+        store.remove_timer(&t.key).unwrap();
+    }
+}
+
+/// An author edits an answered post every minute for a week: the full runs it costs are
+/// bounded (the idle bound, then a cooldown that doubles each time), not one an hour.
+#[test]
+fn a_week_of_edits_every_minute_costs_a_bounded_number_of_runs() {
+    let (f, _) = bench();
+    f.store.create_kept(&kept(1, "100")).unwrap();
+    let start = chrono::Utc::now();
+    let mut runs = 0;
+    for minute in 0..7 * 24 * 60 {
+        let at = start + chrono::Duration::minutes(minute);
+        let (set, _) = crate::living::recheck_at(
+            &f.store,
+            &f.config,
+            "mastodon:1",
+            crate::model::RecheckWhy::Edited,
+            crate::living::Asker::Other,
+            at,
+        )
+        .unwrap();
+        if set == crate::living::RecheckSet::Set {
+            runs += 1;
+            run_out(&f.store, "mastodon:1");
+        }
+    }
+    assert!(runs <= f.config.max_idle_rechecks + 8, "{runs} full runs in a week");
+}
+
+/// The author blocks and unblocks the bot in a loop: a post seen again is re-checked under
+/// the same idle bound and cooldown as an edit, not once every follower round.
+#[tokio::test]
+async fn blocking_and_unblocking_the_bot_in_a_loop_costs_a_bounded_number_of_runs() {
+    let (f, double) = bench();
+    let mut k = kept(1, "100");
+    double.add_post(post("100"));
+    k.digest = crate::living::digest(&post("100"));
+    f.store.create_kept(&k).unwrap();
+    let mut runs = 0;
+    for _ in 0..20 {
+        double.hidden.lock().unwrap().insert("100".into());
+        f.round().await.unwrap();
+        double.hidden.lock().unwrap().remove("100");
+        let round = f.round().await.unwrap();
+        assert_eq!(round.visible, 1, "{round:?}");
+        if f.store.kept("mastodon:1").unwrap().unwrap().pending.is_some()
+            && !f.store.timers_of("mastodon:1").unwrap().is_empty()
+        {
+            runs += 1;
+            run_out(&f.store, "mastodon:1");
+        }
+    }
+    assert!((1..=f.config.max_idle_rechecks).contains(&runs), "{runs} full runs");
+}

@@ -70,6 +70,23 @@ pub fn undecided(outcome: Outcome, verdict: Option<Verdict>) -> bool {
     outcome == Outcome::Insufficient || verdict.is_none_or(|v| v == Verdict::Unverifiable)
 }
 
+/// The one rule for an answer that is not settled, so is re-checked on its timers (when kept)
+/// and once when its post is seen again (the follower): it could not tell, and it is not a
+/// reply naming checks of a claim the post does not assert (no verdict, yet settled).
+pub fn unsettled(outcome: Outcome, verdict: Option<Verdict>, stance: bool) -> bool {
+    undecided(outcome, verdict) && !stance
+}
+
+/// [`unsettled`] for a kept answer.
+pub fn kept_unsettled(k: &Kept) -> bool {
+    let outcome = if k.outcome == Outcome::Insufficient.as_str() {
+        Outcome::Insufficient
+    } else {
+        Outcome::Reply
+    };
+    unsettled(outcome, k.verdict, k.stance.is_some())
+}
+
 /// Keeps a finished answer for re-checking (idempotent: an answer kept already is left as it
 /// is). Only answers the pipeline wrote and the bot posted (or put on as a label): a verdict or "could not verify",
 /// not notices, commands or re-checks (those update the kept post they re-check).
@@ -103,7 +120,7 @@ pub fn keep(store: &Store, config: &LivingConfig, job: &Job, now: DateTime<Utc>)
         }
     }
     // A reply naming checks of a claim the post does not assert has no verdict, yet is settled.
-    let delays = if undecided(draft.outcome, draft.verdict) && draft.stance.is_none() {
+    let delays = if unsettled(draft.outcome, draft.verdict, draft.stance.is_some()) {
         config.recheck_delays()
     } else {
         Vec::new()
@@ -179,11 +196,15 @@ pub enum RecheckSet {
 
 /// Who asks for a re-check: a moderator is held only to one at a time and the thread's
 /// bounds, not to the cooldown or the idle bound (the cooldown holds asked re-checks, the idle
-/// bound asked and edited ones).
+/// bound asked and edited ones). `Seen`: the follower, for an unsettled answer whose post was
+/// hidden from the bot and is seen again — the author's doing (a block lifted), so held to
+/// the cooldown and the idle bound like a person's ask: blocking and unblocking the bot in a
+/// loop buys no full run a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asker {
     Moderator,
     Other,
+    Seen,
 }
 
 /// Sets a re-check of the kept answer `job_id` due now (a new review, an edit, a command),
@@ -198,7 +219,18 @@ pub fn recheck_now(
     why: RecheckWhy,
     asker: Asker,
 ) -> Result<(RecheckSet, Option<Kept>), StoreError> {
-    let now = Utc::now();
+    recheck_at(store, config, job_id, why, asker, Utc::now())
+}
+
+/// [`recheck_now`] as of `now` (the tests run a week of edits in a moment).
+pub(crate) fn recheck_at(
+    store: &Store,
+    config: &LivingConfig,
+    job_id: &str,
+    why: RecheckWhy,
+    asker: Asker,
+    now: DateTime<Utc>,
+) -> Result<(RecheckSet, Option<Kept>), StoreError> {
     let cooldown = config.cooldown();
     // Whether the re-check set last still waits (its timer, or its job not finished) is read
     // before the transaction: other reads of the store must not run inside one.
@@ -220,8 +252,9 @@ pub fn recheck_now(
     // An edit that changed the post's words is re-checked at once: the author must not
     // outrun the check, and edits are bounded by the idle bound (re-checks that found
     // nothing new) and `max_updates` (those that did). The cooldown paces what people ask.
-    let paced = matches!(why, RecheckWhy::Asked(_) | RecheckWhy::Edited) && asker == Asker::Other;
-    let cooled = matches!(why, RecheckWhy::Asked(_)) && asker == Asker::Other;
+    let seen = asker == Asker::Seen;
+    let paced = (matches!(why, RecheckWhy::Asked(_) | RecheckWhy::Edited) && asker == Asker::Other) || seen;
+    let cooled = (matches!(why, RecheckWhy::Asked(_)) && asker == Asker::Other) || seen;
     let changed = store.update_kept_with(job_id, |k| {
         if k.gone.is_some() || k.hidden.is_some() || k.updates.len() as u32 >= config.max_updates {
             return (RecheckSet::Closed, None);
@@ -232,22 +265,30 @@ pub fn recheck_now(
         }
         // The idle bound holds what a person sets (an edit, an asker's `recheck`), never a new
         // fact-check: the author cannot spend it to keep a new check out of the thread. Past
-        // it, the asker's `recheck` stops; an edit is paced by the cooldown instead, so a
-        // claim changed after a flood of rewordings is still re-checked, within the hour.
+        // it, the asker's `recheck` and a post seen again stop; an edit is paced by a
+        // cooldown that doubles with each idle re-check past the bound, so a claim changed
+        // after a flood of rewordings is still re-checked, and an edit a minute for a week
+        // costs about ten full runs (a dozen in `keep_days`), not one an hour.
         let spent = paced && k.idle_rechecks >= config.max_idle_rechecks;
         if spent && !matches!(why, RecheckWhy::Edited) {
             return (RecheckSet::Spent, None);
         }
         if let Some(last) = k.last_asked.filter(|_| cooled || spent) {
-            if now < last + cooldown {
-                return (RecheckSet::Cooling(last + cooldown), None);
+            let past = if spent {
+                k.idle_rechecks - config.max_idle_rechecks
+            } else {
+                0
+            };
+            let wait = cooldown * (1i32 << past.min(16));
+            if now < last + wait {
+                return (RecheckSet::Cooling(last + wait), None);
             }
         }
         let n = k.timers;
         k.timers += 1;
         k.next_recheck = Some(now);
         k.pending = Some(n);
-        if matches!(why, RecheckWhy::Asked(_) | RecheckWhy::Edited) {
+        if matches!(why, RecheckWhy::Asked(_) | RecheckWhy::Edited) || seen {
             k.last_asked = Some(now);
         }
         // An edit's re-check counts as idle when it is set (given back when it posts an

@@ -71,10 +71,12 @@ pub fn short_reason(reason: &str) -> String {
     name.strip_prefix("reason").unwrap_or(name).to_lowercase()
 }
 
-/// Whether the bot may close a report of these reasons: every one is about whether the post
-/// misleads (or "other"), none about anything a fact-check cannot judge.
+/// Whether the bot may close a report of these reasons: every one asks whether the post
+/// misleads (`misleading`, `misleadingOther`), what a fact-check judges. "Other" (its meaning
+/// is in the reporter's comment, which the bot never reads) and the named kinds of misleading
+/// (a scam, an impersonation, a bot, spam, elections) are a person's to judge.
 pub fn judgeable(reasons: &[String]) -> bool {
-    !reasons.is_empty() && reasons.iter().all(|r| r.starts_with("misleading") || r == "other")
+    !reasons.is_empty() && reasons.iter().all(|r| r == "misleading" || r == "misleadingother")
 }
 
 #[cfg(test)]
@@ -82,13 +84,23 @@ mod reason_tests {
     use super::*;
 
     #[test]
-    fn only_misleading_and_other_reports_are_the_bots_to_close() {
+    fn only_misleading_reports_are_the_bots_to_close() {
         let short = |r: &[&str]| r.iter().map(|x| short_reason(x)).collect::<Vec<_>>();
         assert!(judgeable(&short(&["com.atproto.moderation.defs#reasonMisleading"])));
         assert!(judgeable(&short(&[
             "tools.ozone.report.defs#reasonMisleadingOther",
+            "com.atproto.moderation.defs#reasonMisleading"
+        ])));
+        // "Other" says what it is in a comment the bot never reads; a named kind of
+        // misleading is not a claim to check.
+        assert!(!judgeable(&short(&[
+            "tools.ozone.report.defs#reasonMisleadingOther",
             "com.atproto.moderation.defs#reasonOther"
         ])));
+        for kind in ["Scam", "Impersonation", "Bot", "Spam", "Elections"] {
+            let reason = format!("tools.ozone.report.defs#reasonMisleading{kind}");
+            assert!(!judgeable(&short(&[&reason])), "{reason}");
+        }
         assert!(!judgeable(&short(&[
             "com.atproto.moderation.defs#reasonMisleading",
             "com.atproto.moderation.defs#reasonRude"

@@ -15,6 +15,16 @@ pub struct Review {
     pub decision: Option<ReviewDecision>,
 }
 
+impl Review {
+    /// Held from now, undecided.
+    pub fn now() -> Review {
+        Review {
+            since: Utc::now(),
+            decision: None,
+        }
+    }
+}
+
 /// Closed: approve → posted exactly once; reject → dropped with the note.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "decision")]

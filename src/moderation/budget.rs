@@ -1,6 +1,7 @@
 //! The daily LLM budget (`[budget]`): every finished stage's tokens (and their cost at the
 //! configured model's price) are added to the UTC day's spend in the store; [`Budget::state`]
 //! says what may still run. Past `hashtag_share` of the budget, hashtag auto-replies stop;
+//! past `recheck_share` (at most `report_share`), re-checks wait for the next day, then reports;
 //! mentions and moderators' checks go on to the whole budget; then each requester gets one
 //! polite "out of budget today" notice and silence after it. Commands cost nothing and always run.
 

@@ -55,6 +55,8 @@ pub struct Double {
     pub hidden: Mutex<std::collections::HashSet<String>>,
     /// Plays a platform without labels (Mastodon).
     pub no_labels: std::sync::atomic::AtomicBool,
+    /// What a look at a reported post's reports says: may its subject be closed now.
+    pub closable: std::sync::atomic::AtomicBool,
 }
 
 impl Double {
@@ -73,6 +75,7 @@ impl Double {
             labels: Mutex::default(),
             notes: Mutex::default(),
             hidden: Mutex::default(),
+            closable: std::sync::atomic::AtomicBool::new(true),
             no_labels: Default::default(),
         }
     }
@@ -163,6 +166,12 @@ impl Double {
     }
 
     /// A report finding's item, delivered once per key.
+    /// The version (CID) of post `uri` as it stands; empty for a post without one.
+    pub fn cid_of(&self, uri: &str) -> String {
+        let posts = self.posts.lock().unwrap();
+        posts.get(uri).and_then(|p| p.version.clone()).unwrap_or_default()
+    }
+
     pub fn note(&self, item: &crate::model::NoteItem, key: &str) -> Result<String, PlatformError> {
         self.scripted(Call::Note)?;
         let mut notes = self.notes.lock().unwrap();

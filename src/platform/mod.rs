@@ -187,6 +187,18 @@ impl Platform {
         }
     }
 
+    /// Whether the bot may close the reported post's subject now (Bluesky: every report on it,
+    /// read again, is one a fact-check judges and none is newer than `since`); elsewhere
+    /// nothing is closed, so nothing stands in the way.
+    pub async fn may_close(&self, target: &Post, since: chrono::DateTime<chrono::Utc>) -> Result<bool, PlatformError> {
+        match self {
+            Platform::Bluesky(b) => b.may_close(&target.id, since).await,
+            #[cfg(test)]
+            Platform::Double(d) => Ok(d.closable.load(std::sync::atomic::Ordering::SeqCst)),
+            _ => Ok(true),
+        }
+    }
+
     /// Where the platform's moderators open a report (Mastodon's admin page); `None` where
     /// the finding sits on the report itself (Bluesky's Ozone).
     pub fn report_link(&self, report: &str) -> Option<String> {
@@ -306,6 +318,8 @@ impl Platform {
     pub async fn cid_of(&self, uri: &str) -> Result<String, PlatformError> {
         match self {
             Platform::Bluesky(b) => b.cid_of(uri).await,
+            #[cfg(test)]
+            Platform::Double(d) => Ok(d.cid_of(uri)),
             _ => Ok(String::new()),
         }
     }

@@ -1,20 +1,25 @@
 //! The store's schema version and its backups. A store records the schema it was written
 //! by ([`SCHEMA`], key `musebot:store-schema` in sled's default tree); [`check_schema`] reads
-//! it before anything is written, so a store of a newer build is refused, never half-read
-//! and rewritten. A backup is one file: a magic line, a JSON header (format, schema, when,
+//! it before musebot writes anything, so a store of a newer build is refused, never half-read
+//! (sled's own open, which comes first, may already have recovered and rewritten its files). A backup is one file: a magic line, a JSON header (format, schema, when,
 //! the build), then every record of every tree but the search cache (which refills itself)
 //! and the platform sessions (tokens stay on the host) as length-prefixed frames, an end
-//! frame and a JSON trailer with the counts and the SHA-256 of everything before it. [`restore`] reads it into a new sled folder inside the
-//! target and moves its files into place only when the trailer checks: a truncated, altered or
+//! frame and a JSON trailer with the counts and the SHA-256 of everything before it — and, with
+//! `daemon.backup_key` set ([`BackupKey`]), its HMAC-SHA256 under that key. [`restore`] holds the target's own lock (its `db`, created and locked as
+//! sled does), passes over any tree a backup leaves out, reads the rest into a new sled folder
+//! inside the target and moves its files into place only when the trailer checks: a truncated, altered or
 //! newer-schema file is refused and leaves nothing behind. The checksum catches accidents, not
-//! forgery: a backup is as trusted as whoever could write it (keep it as the state folder).
+//! forgery; the MAC catches forgery by anyone without the key: with a key set, a backup whose
+//! MAC is missing or wrong is refused. Unsigned, a backup is as trusted as whoever could write it.
 
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use super::backup_key::BackupKey;
 use super::{Store, StoreError};
 
 /// The store's schema: what this build writes and the newest it reads.
@@ -31,6 +36,8 @@ fn left_out(name: &[u8]) -> bool {
 }
 /// The longest part of a frame read back (sled keeps far smaller records).
 const MAX_PART: usize = 16 << 20;
+/// The longest header or trailer line read back (each is a few hundred bytes).
+const MAX_LINE: usize = 4 << 10;
 
 /// What a backup holds, as its header and trailer say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +48,8 @@ pub struct Summary {
     pub version: String,
     pub trees: u64,
     pub records: u64,
+    /// Whether its trailer carries a MAC (checked where a key was given).
+    pub signed: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -56,6 +65,9 @@ struct Trailer {
     trees: u64,
     records: u64,
     sha256: String,
+    /// HMAC-SHA256 under `daemon.backup_key` of what `sha256` covers (absent: unsigned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hmac_sha256: Option<String>,
 }
 
 /// Why a backup could not be taken, read or restored. Each says what to do.
@@ -73,6 +85,12 @@ pub enum BackupError {
     Newer { path: PathBuf, found: u32, version: String },
     #[error("{0}: a store is already there — restore into an empty or new folder (move this one aside first)")]
     Occupied(PathBuf),
+    #[error("daemon.backup_key: cannot use {path}: {why} — write a random key into it (`head -c 32 /dev/urandom | base64 > {path}`, readable by the service's user only), or set daemon.backup_key = \"\" for unsigned backups")]
+    Key { path: PathBuf, why: String },
+    #[error("{path}: the backup is not signed, and daemon.backup_key ({key}) is set — nothing was restored; use a backup written with that key, or, only for an unsigned backup you know is yours, run the command with a config whose daemon.backup_key is \"\"")]
+    Unsigned { path: PathBuf, key: PathBuf },
+    #[error("{path}: the backup's signature does not match daemon.backup_key ({key}) — it was altered, or signed with another key; nothing was restored; use another backup")]
+    Forged { path: PathBuf, key: PathBuf },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BackupError + '_ {
@@ -104,32 +122,25 @@ pub(super) fn check_schema(db: &sled::Db) -> Result<(), StoreError> {
 }
 
 impl Store {
-    /// Writes a backup of the whole store (but the search cache) to `out`, through a
-    /// temporary file beside it renamed into place, so `out` is either whole or absent.
+    /// Writes a backup of the whole store (but the search cache) to `out`, through a new
+    /// file beside it ([`create_beside`]) renamed into place, so `out` is either whole or
+    /// absent (the new file removed on any failure); signed with `key` where one is given.
     /// Safe while the daemon runs: each tree is read as it stands when it is reached (see
     /// the book's Backup page for what that means for jobs in flight).
-    pub fn backup(&self, out: &Path) -> Result<Summary, BackupError> {
-        let mut tmp = out.as_os_str().to_owned();
-        tmp.push(format!(
-            ".partial-{}-{}",
-            std::process::id(),
-            chrono::Utc::now().timestamp_micros()
-        ));
-        let tmp = PathBuf::from(tmp);
-        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(io(parent))?;
+    pub fn backup(&self, out: &Path, key: Option<&BackupKey>) -> Result<Summary, BackupError> {
+        let (file, tmp) = create_beside(out).map_err(io(out))?;
+        let written = self.write_backup(file, &tmp, key).and_then(|s| {
+            std::fs::rename(&tmp, out).map_err(io(out))?;
+            Ok(s)
+        });
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
         }
-        // It holds session tokens and opt-outs: the owner's alone, whatever the umask.
-        let file = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)
-                .map_err(io(&tmp))?
-        };
-        let mut w = Hashing::new(BufWriter::new(file));
+        written
+    }
+
+    fn write_backup(&self, file: std::fs::File, tmp: &Path, key: Option<&BackupKey>) -> Result<Summary, BackupError> {
+        let mut w = Hashing::new(BufWriter::new(file), key);
         let created = chrono::Utc::now();
         let header = Header {
             format: FORMAT,
@@ -157,36 +168,84 @@ impl Store {
             w.write_all(b"E")?;
             Ok(w.hex())
         })();
-        let sha256 = result.map_err(io(&tmp))?;
-        let trailer = Trailer { trees, records, sha256 };
+        let sha256 = result.map_err(io(tmp))?;
+        let hmac_sha256 = w.mac().map(|m| hex(&m.finalize().into_bytes()));
+        let signed = hmac_sha256.is_some();
+        let trailer = Trailer {
+            trees,
+            records,
+            sha256,
+            hmac_sha256,
+        };
         let mut inner = w.into_inner();
-        serde_json::to_writer(&mut inner, &trailer).map_err(|e| io(&tmp)(e.into()))?;
-        inner.write_all(b"\n").map_err(io(&tmp))?;
-        let file = inner.into_inner().map_err(|e| io(&tmp)(e.into_error()))?;
-        file.sync_all().map_err(io(&tmp))?;
-        std::fs::rename(&tmp, out).map_err(io(out))?;
+        serde_json::to_writer(&mut inner, &trailer).map_err(|e| io(tmp)(e.into()))?;
+        inner.write_all(b"\n").map_err(io(tmp))?;
+        let file = inner.into_inner().map_err(|e| io(tmp)(e.into_error()))?;
+        file.sync_all().map_err(io(tmp))?;
         Ok(Summary {
             schema: SCHEMA,
             created,
             version: header.version,
             trees,
             records,
+            signed,
         })
     }
 }
 
+/// A new file beside `out` (its folder made when missing), `<out>.partial-<pid>-<n>`, created
+/// exclusively (`O_CREAT|O_EXCL`: never an existing file, nor through a link planted at its
+/// name; a name taken is passed over for the next) and the owner's alone whatever the umask —
+/// a backup holds opt-outs and post texts. The caller renames it onto `out` or removes it.
+pub(crate) fn create_beside(out: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let start = chrono::Utc::now().timestamp_micros();
+    let mut last = None;
+    for n in 0..64 {
+        let mut tmp = out.as_os_str().to_owned();
+        tmp.push(format!(".partial-{}-{}", std::process::id(), start.wrapping_add(n)));
+        let tmp = PathBuf::from(tmp);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+        {
+            Ok(file) => return Ok((file, tmp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::ErrorKind::AlreadyExists.into()))
+}
+
 /// Reads a backup through and checks it whole (header, every frame, the trailer's counts
-/// and checksum), writing nothing.
-pub fn verify(path: &Path) -> Result<Summary, BackupError> {
-    read(path, &mut |_, _, _| Ok(()))
+/// and checksum, and its MAC under `key` where one is given: then an unsigned backup is
+/// refused too), writing nothing.
+pub fn verify(path: &Path, key: Option<&BackupKey>) -> Result<Summary, BackupError> {
+    read(path, key, &mut |_, _, _| Ok(()))
 }
 
 /// Restores the backup at `path` into the folder `dir` (`daemon.state_dir`), which must not
 /// hold a store (other folders there, the fact-check corpus and the evidence index, stay):
 /// the records go into a new store inside it (`.restoring`), whose files move into `dir`
-/// only when the whole file has checked — sled's `db` last, so a restore cut short
+/// only when the whole file has checked (against `key` too, as [`verify`]) — sled's `db` last, so a restore cut short
 /// leaves no store that opens. On any error nothing is left behind.
-pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
+pub fn restore(path: &Path, dir: &Path, key: Option<&BackupKey>) -> Result<Summary, BackupError> {
+    restore_with(path, dir, key, || ())
+}
+
+/// [`restore`], calling `before_moving` once the records are written and just before the
+/// first file moves into `dir` (the tests start a daemon there).
+fn restore_with(
+    path: &Path,
+    dir: &Path,
+    key: Option<&BackupKey>,
+    before_moving: impl FnOnce(),
+) -> Result<Summary, BackupError> {
     // Any of sled's files: a store, or what is left of one (a stale snapshot beside a
     // restored `db` would be read with it).
     let occupied = std::fs::read_dir(dir).is_ok_and(|d| {
@@ -199,10 +258,15 @@ pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
         return Err(BackupError::Occupied(dir.to_path_buf()));
     }
     // The whole file checked before anything is written: a crafted one fills no disk.
-    verify(path)?;
+    verify(path, key)?;
     // Staged inside the state folder: whoever may write it may restore (no write beside it,
     // in `/var/lib`, is needed), and the moves below stay on one file system.
     std::fs::create_dir_all(dir).map_err(io(dir))?;
+    // The store's own lock, before anything is written into `dir`: its `db`, created here
+    // (never an existing one: a store there is refused) and locked as sled locks it. A daemon
+    // started during the restore finds it locked and refuses to start, rather than have its
+    // new store's files replaced under it. The restored `db` is renamed over it last.
+    let lock = take_lock(dir)?;
     let staging = dir.join(".restoring");
     let _ = std::fs::remove_dir_all(&staging);
     let result = (|| {
@@ -211,30 +275,40 @@ pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
             .flush_every_ms(None)
             .open()
             .map_err(StoreError::from)?;
-        let mut tree: Option<sled::Tree> = None;
-        let summary = read(path, &mut |kind, a, b| {
+        // `None` before the first tree; `Some(None)` in a tree a backup leaves out.
+        let mut tree: Option<Option<sled::Tree>> = None;
+        let summary = read(path, key, &mut |kind, a, b| {
             match kind {
-                b'T' => tree = Some(db.open_tree(a).map_err(StoreError::from)?),
-                _ => {
-                    let t = tree.as_ref().ok_or_else(|| BackupError::Damaged {
-                        path: path.to_path_buf(),
-                        why: "a record before its tree".into(),
-                    })?;
-                    t.insert(a, b).map_err(StoreError::from)?;
-                }
+                // A tree no backup holds (sessions, the cache) is passed over, records and all:
+                // a file altered to carry one must not make the bot act as another account.
+                b'T' if left_out(a) => tree = Some(None),
+                b'T' => tree = Some(Some(db.open_tree(a).map_err(StoreError::from)?)),
+                _ => match &tree {
+                    None => {
+                        return Err(BackupError::Damaged {
+                            path: path.to_path_buf(),
+                            why: "a record before its tree".into(),
+                        })
+                    }
+                    Some(None) => {}
+                    Some(Some(t)) => {
+                        t.insert(a, b).map_err(StoreError::from)?;
+                    }
+                },
             }
             Ok(())
         })?;
         db.flush().map_err(StoreError::from)?;
         drop(tree);
         drop(db);
+        before_moving();
         let entries = std::fs::read_dir(&staging).map_err(io(&staging))?;
         for entry in entries {
             let name = entry.map_err(io(&staging))?.file_name();
             if name == "db" {
                 continue;
             }
-            // What an earlier restore cut short left (never `db`: checked above).
+            // What an earlier restore cut short left (never `db`: the lock's, replaced last).
             let to = dir.join(&name);
             if to.is_dir() {
                 std::fs::remove_dir_all(&to).map_err(io(&to))?;
@@ -244,33 +318,66 @@ pub fn restore(path: &Path, dir: &Path) -> Result<Summary, BackupError> {
             std::fs::rename(staging.join(&name), &to).map_err(io(&to))?;
         }
         std::fs::rename(staging.join("db"), dir.join("db")).map_err(io(dir))?;
-        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
         Ok(summary)
     })();
+    let _ = std::fs::remove_dir_all(&staging);
     if result.is_err() {
-        let _ = std::fs::remove_dir_all(&staging);
+        // Still the placeholder this restore made and holds: no store is left that opens.
+        let _ = std::fs::remove_file(dir.join("db"));
     }
+    drop(lock);
     result
+}
+
+/// Creates `dir/db` exclusively and locks it as sled does (`flock`, exclusive): a store, or a
+/// daemon that got there first, is [`BackupError::Occupied`].
+fn take_lock(dir: &Path) -> Result<std::fs::File, BackupError> {
+    use fs2::FileExt;
+    let db = dir.join("db");
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&db)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(BackupError::Occupied(dir.to_path_buf()))
+        }
+        Err(e) => return Err(io(&db)(e)),
+    };
+    if file.try_lock_exclusive().is_err() {
+        // A daemon opened it between the create and the lock: it is the daemon's now.
+        return Err(BackupError::Occupied(dir.to_path_buf()));
+    }
+    Ok(file)
 }
 
 /// What [`read`] hands each frame to.
 type EachFrame<'a> = dyn FnMut(u8, &[u8], &[u8]) -> Result<(), BackupError> + 'a;
 
 /// Reads the backup at `path`, handing each frame to `each` (`b'T'` with a tree's name, `b'R'`
-/// with a key and value), then checks the trailer.
-fn read(path: &Path, each: &mut EachFrame) -> Result<Summary, BackupError> {
+/// with a key and value), then checks the trailer (its MAC first, where `key` is given). Every
+/// read is bounded: the header and the trailer by [`MAX_LINE`], each part by [`MAX_PART`].
+fn read(path: &Path, key: Option<&BackupKey>, each: &mut EachFrame) -> Result<Summary, BackupError> {
     let damaged = |why: &str| BackupError::Damaged {
         path: path.to_path_buf(),
         why: why.to_string(),
     };
     let file = std::fs::File::open(path).map_err(io(path))?;
-    let mut r = Hashing::new(BufReader::new(file));
+    let mut r = Hashing::new(BufReader::new(file), key);
     let mut magic = vec![0u8; MAGIC.len()];
     if r.read_exact(&mut magic).is_err() || magic != MAGIC {
         return Err(BackupError::NotABackup(path.to_path_buf()));
     }
     let mut line = Vec::new();
-    r.read_until(b'\n', &mut line).map_err(io(path))?;
+    (&mut r)
+        .take(MAX_LINE as u64)
+        .read_until(b'\n', &mut line)
+        .map_err(io(path))?;
+    if !line.ends_with(b"\n") {
+        return Err(damaged("no header line within 4 KiB"));
+    }
     let header: Header = serde_json::from_slice(&line).map_err(|_| damaged("unreadable header"))?;
     if header.format != FORMAT {
         return Err(damaged(&format!("format {} unknown to this build", header.format)));
@@ -304,12 +411,35 @@ fn read(path: &Path, each: &mut EachFrame) -> Result<Summary, BackupError> {
         }
     }
     let sha256 = r.hex();
+    let mac = r.mac();
     let mut rest = Vec::new();
-    r.into_inner().read_to_end(&mut rest).map_err(io(path))?;
+    r.into_inner()
+        .take(MAX_LINE as u64 + 1)
+        .read_to_end(&mut rest)
+        .map_err(io(path))?;
+    if rest.len() > MAX_LINE {
+        return Err(damaged("more than a trailer line after its last record"));
+    }
     let trailer: Trailer = rest
         .strip_suffix(b"\n")
         .and_then(|t| serde_json::from_slice(t).ok())
         .ok_or_else(|| damaged("no whole trailer (truncated)"))?;
+    // The MAC before the checksum: a forger writes the checksum anew, and the message should
+    // say what was found.
+    if let (Some(key), Some(mac)) = (key, mac) {
+        let Some(given) = &trailer.hmac_sha256 else {
+            return Err(BackupError::Unsigned {
+                path: path.to_path_buf(),
+                key: key.path().to_path_buf(),
+            });
+        };
+        if unhex(given).is_none_or(|given| mac.verify_slice(&given).is_err()) {
+            return Err(BackupError::Forged {
+                path: path.to_path_buf(),
+                key: key.path().to_path_buf(),
+            });
+        }
+    }
     if trailer.sha256 != sha256 {
         return Err(damaged("its checksum does not match (altered)"));
     }
@@ -322,7 +452,24 @@ fn read(path: &Path, each: &mut EachFrame) -> Result<Summary, BackupError> {
         version: header.version,
         trees,
         records,
+        signed: trailer.hmac_sha256.is_some(),
     })
+}
+
+/// Bytes as lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Hex (either case) as bytes; `None` when it is not hex.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
 }
 
 /// One frame: its kind and each part with its length (u32, big-endian) first.
@@ -352,26 +499,33 @@ fn chunk(r: &mut impl Read) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// A reader or writer that hashes every byte through it.
+/// A reader or writer that hashes every byte through it (and MACs it, with a key).
 struct Hashing<T> {
     inner: T,
     hash: Sha256,
+    mac: Option<Hmac<Sha256>>,
 }
 
 impl<T> Hashing<T> {
-    fn new(inner: T) -> Self {
+    fn new(inner: T, key: Option<&BackupKey>) -> Self {
         Hashing {
             inner,
             hash: Sha256::new(),
+            mac: key.map(BackupKey::mac),
         }
     }
     fn hex(&self) -> String {
-        self.hash
-            .clone()
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        hex(&self.hash.clone().finalize())
+    }
+    /// The MAC so far (to finalize, or to verify against), where there is a key.
+    fn mac(&self) -> Option<Hmac<Sha256>> {
+        self.mac.clone()
+    }
+    fn update(&mut self, bytes: &[u8]) {
+        self.hash.update(bytes);
+        if let Some(m) = &mut self.mac {
+            m.update(bytes);
+        }
     }
     fn into_inner(self) -> T {
         self.inner
@@ -381,7 +535,7 @@ impl<T> Hashing<T> {
 impl<W: Write> Write for Hashing<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
-        self.hash.update(&buf[..n]);
+        self.update(&buf[..n]);
         Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -392,7 +546,7 @@ impl<W: Write> Write for Hashing<W> {
 impl<R: Read> Read for Hashing<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.hash.update(&buf[..n]);
+        self.update(&buf[..n]);
         Ok(n)
     }
 }
@@ -405,6 +559,9 @@ impl<R: BufRead> BufRead for Hashing<R> {
         if let Ok(buf) = self.inner.fill_buf() {
             let n = amt.min(buf.len());
             self.hash.update(&buf[..n]);
+            if let Some(m) = &mut self.mac {
+                m.update(&buf[..n]);
+            }
         }
         self.inner.consume(amt);
     }

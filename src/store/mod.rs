@@ -8,6 +8,7 @@
 use std::path::Path;
 
 pub mod backup;
+mod backup_key;
 mod kept;
 mod living;
 mod moderation;

@@ -54,6 +54,15 @@ pub fn start(
     };
     let watch = Watch::new(config.clone(), matcher, intake.clone(), store.clone());
     let (tx, rx) = watch.queue();
+    for source in &sources {
+        // Every fate of a watched platform is counted from 0: a stream that delivers nothing
+        // from the start still trips the alert on its count not growing.
+        let platform = match source {
+            WatchSource::Bluesky(_) => crate::model::PlatformKind::Bluesky,
+            WatchSource::Mastodon(_) => crate::model::PlatformKind::Mastodon,
+        };
+        intake.metrics().watching(platform.as_str());
+    }
     for source in sources {
         match source {
             WatchSource::Bluesky(w) => {

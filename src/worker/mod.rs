@@ -499,7 +499,7 @@ pub(crate) fn is_hit(job: &Job) -> bool {
     matches!(job.trigger.cause, crate::model::Cause::HashtagHit { .. })
 }
 
-pub(crate) use report::is_report;
+pub(crate) use report::{charge_report_window, is_report};
 
 /// The checked post's id: what reply records are kept under (the thread may hang elsewhere).
 fn target_id(job: &Job) -> String {

@@ -3,13 +3,15 @@
 //!
 //! - **resolve**: the kept answer must still be open (kept, not deleted, under `max_updates`;
 //!   a hashtag auto-reply's not paused);
-//!   the post is read again; no quota (the asker already asked), the budget as for a hashtag
-//!   hit (stopped past the hashtag share); claim memory is off (a re-check searches afresh).
+//!   the post is read again; no quota (the asker already asked); past `budget.recheck_share`
+//!   (or the hashtag share, where lower) it waits for the next UTC day, before reported posts
+//!   do; claim memory is off (a re-check searches afresh).
 //! - **compose**: the new answer against what the thread says — a different verdict, or a
 //!   deciding professional fact-check the thread does not name yet, makes an update ("Update:
 //!   …" in the post's language, under the bot's last part; or, Mastodon with `corrections =
 //!   "edit"`, the first part edited); anything else ends as `Unchanged`, posting nothing. An
-//!   update already posted (same verdict, same reviews) is never posted twice.
+//!   update already posted (same verdict, same reviews) is never posted twice. A watched
+//!   answer's update follows the watch's rules (held, `label_ratings`, `auto_label`).
 //! - **post**: the kept answer looked at again before the first part, then the update recorded
 //!   in it (also after a crash between the last part and the job's save).
 //!
@@ -127,13 +129,20 @@ impl Run<'_> {
                 "this update was posted already".into(),
             )));
         }
+        // An answer nobody asked for (the watch's) is re-checked under its first answer's
+        // rules: only the rating classes `watch.label_ratings` names are labelled, and the
+        // update is held for a moderator unless `watch.auto_label` lets a label go at once.
+        let watched = super::watch::answers_watch(job);
+        let allowed = |v: Option<Verdict>| !watched || v.is_some_and(|v| self.worker.watch_label_verdicts.contains(&v));
         // Labeler mode: the label the answer put on follows the verdict — the old value
-        // negated, the new one (when sure enough) created, in one event.
+        // negated, the new one (when sure enough) created, in one event, on the version of
+        // the post the re-check read.
+        let read = job.target.as_ref().and_then(|t| t.version.clone());
         let label = kept.label.as_ref().and_then(|(old, cid)| {
-            let new = crate::labeler::value(&self.worker.labeler, job);
+            let new = crate::labeler::value(&self.worker.labeler, job).filter(|_| allowed(draft.verdict));
             (new != Some(*old)).then(|| JobLabel {
                 uri: kept.target_id.clone(),
-                cid: cid.clone(),
+                cid: read.clone().unwrap_or_else(|| cid.clone()),
                 create: new.into_iter().collect(),
                 negate: vec![*old],
                 expires: crate::labeler::expiry(&self.worker.labeler, chrono::Utc::now()),
@@ -150,6 +159,9 @@ impl Run<'_> {
             // A label-only answer: its update is the label's.
             tracing::info!(verdict = ?verdict, was = ?kept.verdict, "re-check: the answer changed; its label follows");
             job.label = label;
+            if watched && !self.worker.watch_auto_label {
+                job.review = Some(crate::model::Review::now());
+            }
             let target = job.target.as_ref().expect("compose runs after resolve");
             job.plan = Some(Plan {
                 reply_to: self.platform.reply_anchor(&job.trigger, target),
@@ -195,11 +207,8 @@ impl Run<'_> {
             edit,
         });
         tracing::info!(verdict = ?verdict, was = ?kept.verdict, new_reviews = new_reviews.len(), edit, "re-check: the answer changed; an update is composed");
-        if self.worker.moderation.needs_review(&job.trigger.cause) {
-            job.review = Some(crate::model::Review {
-                since: chrono::Utc::now(),
-                decision: None,
-            });
+        if self.worker.moderation.needs_review(&job.trigger.cause) || watched {
+            job.review = Some(crate::model::Review::now());
         }
         Ok(StageOutcome::Next(Usage::default()))
     }

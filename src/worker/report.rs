@@ -3,8 +3,9 @@
 //! delivers it — a direct message thread to the configured moderators on Mastodon (which has
 //! no API for report notes), events on the subject in the labeler's Ozone on Bluesky (a
 //! comment; an acknowledgement, which closes the report, only when a matched fact-check decided
-//! the verdict and every report's reason is one a fact-check can judge — misleading or "other";
-//! an escalation when the bot could not verify it). The finding names the post's stance toward
+//! the verdict and every report's reason is one a fact-check can judge — `misleading` itself or
+//! `misleadingOther` —, read again just before, none filed after the job began; an escalation
+//! when the bot could not verify it). The finding names the post's stance toward
 //! the checked claim and its score. Each item is delivered once: a stable key per item
 //! (`Idempotency-Key`, Ozone's `externalId`) and its id saved before the next.
 //!
@@ -44,11 +45,7 @@ impl Run<'_> {
         let used = budget.used();
         if used > 0.0 && (used >= 1.0 || used >= budget.config.report_share) {
             // A report is the moderators' request: it waits for the next day's budget.
-            let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1))
-                .date_naive()
-                .and_hms_opt(0, 0, 0)
-                .expect("midnight exists")
-                .and_utc();
+            let tomorrow = super::resolve::next_utc_day();
             tracing::info!(until = %tomorrow, "the day's budget share for reports is spent; the reported post waits");
             return Ok(StageOutcome::Wait(tomorrow));
         }
@@ -58,28 +55,15 @@ impl Run<'_> {
         // over by the next report of the post from someone else (intake). The platform's own
         // moderators (trusted flaggers) are bounded by what their reports cost — the day's
         // report share above — not by a window made for strangers.
-        let author = &job.trigger.author;
-        // A remote server files Flags under any actor it likes: its reporters share one
-        // window, keyed by its domain, and none of them is trusted.
-        let remote = author.handle.split_once('@').map(|(_, domain)| domain.to_lowercase());
-        let who = match &remote {
-            Some(domain) => format!("{platform}:server:{domain}"),
-            None => format!("{platform}:{}", author.key()),
-        };
-        let trusted = remote.is_none()
-            && self
-                .worker
-                .moderation
-                .is_moderator(job.trigger.platform, &author.handle, author.id.as_deref());
-        if !trusted
-            && !self.worker.store.charge_window(
-                &format!("rate:checks:{who}"),
-                &job.id,
-                self.worker.limits.checks_per_requester_per_hour,
-                chrono::Duration::hours(1),
-                chrono::Utc::now(),
-            )?
-        {
+        // Intake charged it already (the same job again is free): this charges jobs stored
+        // before it did, and a job that waited past the hour.
+        if !charge_report_window(
+            &self.worker.moderation,
+            &self.worker.store,
+            &job.trigger,
+            &job.id,
+            self.worker.limits.checks_per_requester_per_hour,
+        )? {
             return skip(SkipReason::OverQuotaSilenced);
         }
         let mut target = match self.platform.resolve(&job.trigger).await {
@@ -203,13 +187,22 @@ impl Run<'_> {
             }
             crate::model::PlatformKind::Mastodon => {
                 let link = self.platform.report_link(&report).unwrap_or(report);
-                let head = crate::words::say(lang, "note_report", minijinja::context! { post, report => link });
                 let moderators = self.worker.moderation.mastodon_moderator_accts();
                 let lead: String = moderators
                     .iter()
                     .map(|m| format!("{} ", self.platform.handle(m)))
                     .collect();
                 let limits = self.platform.limits();
+                // The first part fits as written: a server counts an address on a host it does
+                // not take for a link character by character, and a remote author's can be
+                // longer than a whole message. Cut, it still names the report, which leads
+                // to the post.
+                let bare = crate::words::say(lang, "note_report", minijinja::context! { post => "", report => link });
+                let room = limits
+                    .max_chars
+                    .saturating_sub(compose::weighted_len(&format!("{lead}{bare}"), limits.as_written()));
+                let post = fit_address(&post, room);
+                let head = crate::words::say(lang, "note_report", minijinja::context! { post, report => link });
                 let inner = compose::TextLimits {
                     max_chars: limits.max_chars.saturating_sub(compose::weighted_len(&lead, limits)),
                     ..limits
@@ -243,6 +236,27 @@ impl Run<'_> {
             let previous = note.delivered.last().cloned().unwrap_or_default();
             let key = format!("musebot-{}-note{i}", job.id);
             let target = job.target.as_ref().expect("note runs after resolve");
+            if let NoteItem::Acknowledge(text) = item {
+                // An acknowledgement closes every report on the subject, later ones included:
+                // read again now, and where one is not the bot's to judge, or came after the
+                // job began, the finding goes as a comment and the subject stays open.
+                match self.platform.may_close(target, job.created_at).await {
+                    Ok(true) => {}
+                    Err(crate::platform::PlatformError::RateLimited { until, message }) => {
+                        return Err(StageError::Parked { until, message });
+                    }
+                    Err(crate::platform::PlatformError::Transient(e)) => return Err(StageError::Transient(e)),
+                    other => {
+                        tracing::info!(why = ?other.err(), "a report on the subject is not the bot's to close; the finding is a comment");
+                        let comment = NoteItem::Comment(text.clone());
+                        if let Some(n) = job.note.as_mut() {
+                            n.items[i] = comment;
+                        }
+                        self.worker.store.save(job)?;
+                        continue;
+                    }
+                }
+            }
             let id = self
                 .platform
                 .deliver_note(item, target, &previous, &key, super::words_language(job))
@@ -277,6 +291,18 @@ impl Run<'_> {
     }
 }
 
+/// `address` cut to `room` characters as a server counts them written (graphemes), ending in
+/// "…" when cut.
+fn fit_address(address: &str, room: usize) -> String {
+    use unicode_segmentation::UnicodeSegmentation;
+    if address.graphemes(true).count() <= room {
+        return address.to_string();
+    }
+    let mut cut: String = address.graphemes(true).take(room.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// The moderators' line on the post's stance toward the checked claim, with its score: why a
 /// finding that names a fact-check carries no label (or does).
 fn stance_line(draft: &crate::model::Draft, lang: &str) -> Option<String> {
@@ -288,4 +314,37 @@ fn stance_line(draft: &crate::model::Draft, lang: &str) -> Option<String> {
         "note_stance",
         minijinja::context! { stance, score },
     ))
+}
+
+/// Charges report job `job_id` to its reporter's sliding hourly window (`per_hour`); `false`
+/// once it is spent. A remote server files Flags under any actor it likes: its reporters
+/// share one window, keyed by its domain, and none of them is trusted. The platform's own
+/// moderators (trusted flaggers) are charged nothing. Intake charges it when a report comes
+/// (so a spent reporter's job ends at once and another reporter's report of the post takes
+/// it over); the resolve stage again (free for the same job).
+pub(crate) fn charge_report_window(
+    moderation: &crate::moderation::Moderation,
+    store: &crate::store::Store,
+    t: &crate::model::Trigger,
+    job_id: &str,
+    per_hour: u32,
+) -> Result<bool, crate::store::StoreError> {
+    let platform = t.platform.as_str();
+    let author = &t.author;
+    let remote = author.handle.split_once('@').map(|(_, domain)| domain.to_lowercase());
+    let who = match &remote {
+        Some(domain) => format!("{platform}:server:{domain}"),
+        None => format!("{platform}:{}", author.key()),
+    };
+    let trusted = remote.is_none() && moderation.is_moderator(t.platform, &author.handle, author.id.as_deref());
+    if trusted {
+        return Ok(true);
+    }
+    store.charge_window(
+        &format!("rate:checks:{who}"),
+        job_id,
+        per_hour,
+        chrono::Duration::hours(1),
+        chrono::Utc::now(),
+    )
 }

@@ -124,16 +124,27 @@ impl Run<'_> {
         None
     }
 
-    /// The day's budget: past its hashtag share, hits stop; spent, everything stops, and a
-    /// requester gets one notice a day, then silence. `None`: go on.
+    /// The day's budget: past its hashtag share, hits stop; past its re-check share (or the
+    /// hashtag share, where lower), re-checks wait for the next UTC day — before reports do:
+    /// that share is at most theirs; spent,
+    /// everything stops, and a requester gets one notice a day, then silence. `None`: go on.
     pub(super) fn spend_gate(&self, job: &mut Job) -> Result<Option<Result<StageOutcome, StageError>>, StageError> {
         use crate::moderation::budget::{Budget, BudgetState};
-        let state = self.worker.moderation.budget.state();
+        let budget = &self.worker.moderation.budget;
+        let state = budget.state();
         let skip = |why: &str| Ok(Some(Ok(StageOutcome::Skip(SkipReason::Policy(why.into())))));
+        if super::recheck::of(job).is_some() && state != BudgetState::Spent {
+            let used = budget.used();
+            if used > 0.0 && used >= budget.config.recheck_share.min(budget.config.hashtag_share) {
+                let until = next_utc_day();
+                tracing::info!(until = %until, "the day's budget share for re-checks is spent; the re-check waits");
+                return Ok(Some(Ok(StageOutcome::Wait(until))));
+            }
+            return Ok(None);
+        }
         match state {
             BudgetState::Open => Ok(None),
-            // Re-checks are spent like hashtag hits: after fresh mentions.
-            BudgetState::HashtagsStopped if is_hit(job) || super::recheck::of(job).is_some() => {
+            BudgetState::HashtagsStopped if is_hit(job) => {
                 skip("the day's budget: hashtag auto-replies stopped until tomorrow (UTC)")
             }
             BudgetState::HashtagsStopped => Ok(None),
@@ -362,4 +373,13 @@ pub(super) fn asker_language(job: &Job, about: Option<&str>) -> &'static str {
         return crate::words::language(Some(&l));
     }
     crate::words::language(about.or_else(|| job.target.as_ref().and_then(|p| p.language.as_deref())))
+}
+
+/// Midnight UTC at the start of the next day: when the day's budget starts again.
+pub(super) fn next_utc_day() -> chrono::DateTime<chrono::Utc> {
+    (chrono::Utc::now() + chrono::Duration::days(1))
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .expect("midnight exists")
+        .and_utc()
 }

@@ -11,7 +11,7 @@ use super::tests_living::{command, kept, rechecks, scheduler};
 use super::*;
 use crate::config::{Channel, Confidence, LabelerConfig};
 use crate::model::Visibility;
-use crate::model::{Command, LabelValue, RecheckWhy};
+use crate::model::{Cause, Command, LabelValue, RecheckWhy, Trigger};
 use crate::platform::double::Call;
 use crate::test_llm::Script;
 
@@ -351,4 +351,120 @@ async fn a_recheck_label_decided_before_a_moderators_unlabel_is_not_put_back() {
     );
     assert!(b.double.labels_on("100").is_empty(), "{:?}", b.double.labels_on("100"));
     assert_eq!(kept(&b, &id).label, None);
+}
+
+/// A watched post longer than the text the watch keeps (`Seen::kept_text`) was decided on its
+/// first characters: read again, it is judged on them too, not passed over as edited; a post
+/// whose first characters did change still is.
+#[tokio::test]
+async fn a_watched_post_longer_than_the_watch_keeps_is_judged_on_the_kept_text() {
+    let b = bench(Script::reply(VERDICT)).await;
+    let long = format!("The Moon is made of cheese. {}", "Really, it is. ".repeat(500));
+    assert!(long.chars().count() > crate::model::Seen::kept_text(&long).chars().count());
+    let watched = |pid: &str, text: &str| {
+        b.double.add_post(crate::model::Post::text_only(
+            pid,
+            "carol",
+            text,
+            chrono::Utc::now(),
+            Visibility::Public,
+        ));
+        let t = Trigger {
+            cause: Cause::Watch {
+                review: "https://www.snopes.com/fact-check/moon/".into(),
+            },
+            event_id: pid.into(),
+            status_id: pid.into(),
+            in_reply_to_id: None,
+            text: crate::model::Seen::kept_text(&long),
+            ..mention(pid)
+        };
+        b.add(t)
+    };
+    let id = watched("300", &long);
+    let job = b.run(&id).await;
+    assert!(!matches!(job.status, Status::Skipped(_)), "{:?}", job.status);
+    let target = job.target.expect("resolved");
+    assert_eq!(target.text, crate::model::Seen::kept_text(&long));
+    // Changed within what the watch read: not judged.
+    let id = watched("301", &long.replacen("cheese", "rock", 1));
+    let job = b.run(&id).await;
+    assert!(
+        matches!(&job.status, Status::Skipped(SkipReason::Policy(p)) if p.contains("edited")),
+        "{:?}",
+        job.status
+    );
+}
+
+/// A re-check of an answer the watch gave (nobody asked) follows its first answer's rules: held
+/// for a moderator unless `watch.auto_label`, labelled only with the configured rating classes
+/// (`watch.label_ratings`), on the version of the post it read.
+#[tokio::test]
+async fn a_watched_answers_recheck_is_held_and_labels_only_the_configured_classes() {
+    let (mut b, _) = labelling(VERDICT, Channel::Label).await;
+    b.worker.watch_auto_label = false;
+    b.worker.watch_label_verdicts = vec![crate::model::Verdict::Inaccurate];
+    let platform = crate::model::PlatformKind::Mastodon;
+    let of = crate::model::watch_job_id(platform, "100");
+    let mut k = crate::store::test_kept(&of, chrono::Utc::now() + chrono::Duration::days(7));
+    k.trigger = Trigger {
+        cause: Cause::Watch {
+            review: "https://www.snopes.com/fact-check/moon/".into(),
+        },
+        event_id: "100".into(),
+        status_id: "100".into(),
+        in_reply_to_id: None,
+        ..mention("100")
+    };
+    k.target_id = "100".into();
+    k.parts.clear();
+    k.verdict = Some(crate::model::Verdict::Inaccurate);
+    k.outcome = "reply".into();
+    k.label = Some((LabelValue::False, "cid-seen".into()));
+    b.worker.store.create_kept(&k).unwrap();
+    assert!(super::tests_living::set_recheck(
+        &b,
+        &of,
+        RecheckWhy::Asked("mod".into())
+    ));
+    assert_eq!(scheduler(&b).tick(chrono::Utc::now()).unwrap(), 1);
+    let r = rechecks(&b).pop().expect("a re-check");
+    // The re-check read the post's new version and the corpus now says "accurate" (a class the
+    // watch does not label).
+    let mut job = b.worker.store.job(&r).unwrap().unwrap();
+    let mut post = crate::model::Post::text_only(
+        "100",
+        "carol",
+        "The Moon is made of cheese.",
+        chrono::Utc::now(),
+        Visibility::Public,
+    );
+    post.version = Some("cid-read".into());
+    b.double.add_post(post.clone());
+    job.target = Some(post);
+    job.draft = Some(crate::model::Draft {
+        outcome: crate::model::Outcome::Reply,
+        text: RIGHT.into(),
+        urls: vec![],
+        verdict: Some(crate::model::Verdict::Accurate),
+        stance: None,
+    });
+    b.worker.store.save(&job).unwrap();
+    let held = b.run(&r).await;
+    assert_eq!(held.status, Status::Pending, "{:?}", held.last_error);
+    assert!(held.review.is_some(), "held for a moderator's review");
+    assert!(labels(&b).is_empty(), "nothing labelled before a moderator approves");
+    let approved = crate::model::ReviewDecision::Approved {
+        by: "mod".into(),
+        at: chrono::Utc::now(),
+    };
+    assert!(b.worker.store.decide(&r, &approved).unwrap());
+    let done = b.run(&r).await;
+    assert_eq!(done.status, Status::Done, "{:?}", done.last_error);
+    let l = labels(&b);
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert!(l[0].create.is_empty(), "an unconfigured class is never put: {:?}", l[0]);
+    assert_eq!(l[0].negate, [LabelValue::False]);
+    assert_eq!(l[0].cid, "cid-read", "on the version the re-check read");
+    assert!(b.double.texts().is_empty(), "{:?}", b.double.texts());
 }

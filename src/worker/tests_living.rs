@@ -366,3 +366,49 @@ async fn a_paused_platform_posts_no_update_of_a_hashtag_auto_reply() {
     );
     assert_eq!(b.double.texts().len(), posted);
 }
+
+/// Re-checks have their own share of the day's budget, below reports': with the day's spend
+/// past `recheck_share` but below `report_share`, a due re-check waits for the next UTC day
+/// (running nothing) while a reported post is still checked.
+#[tokio::test]
+async fn past_the_recheck_share_a_recheck_waits_while_a_report_is_served() {
+    use super::tests_reports::{moon_post, report, reports};
+    let (mut b, answer) = living_bench().await;
+    reports(&mut b, crate::config::ReportChannel::Note);
+    let id = b.add(mention("1"));
+    assert_eq!(b.run(&id).await.status, Status::Done);
+    *answer.lock().unwrap() = VERDICT.into();
+    // 70 % of the day's tokens spent: past the re-check share (0.6), below reports' (0.8).
+    let budget = &mut b.worker.moderation.budget;
+    budget
+        .record(Usage {
+            prompt_tokens: 1_000,
+            completion_tokens: 0,
+        })
+        .unwrap();
+    let today = budget.today();
+    budget.config = crate::config::BudgetConfig {
+        daily_tokens: (today.prompt_tokens + today.completion_tokens) * 10 / 7,
+        recheck_share: 0.6,
+        report_share: 0.8,
+        ..Default::default()
+    };
+    let used = budget.used();
+    assert!((0.6..0.8).contains(&used), "{used}");
+
+    let k = kept(&b, &id);
+    set_recheck(&b, &k.job_id, RecheckWhy::Edited);
+    scheduler(&b).tick(chrono::Utc::now()).unwrap();
+    let r = format!("mastodon:recheck:{id}:2");
+    let calls = b.llm_calls();
+    let waiting = b.run(&r).await;
+    assert_eq!(waiting.status, Status::Pending, "{:?}", waiting.last_error);
+    let until = waiting.retry_at.expect("waits");
+    assert!(until > chrono::Utc::now() && until <= chrono::Utc::now() + chrono::Duration::days(1));
+    assert_eq!(b.llm_calls(), calls, "the re-check ran nothing");
+
+    moon_post(&b, "101");
+    let reported = b.add(report("9", "101", "7"));
+    let job = b.run(&reported).await;
+    assert_eq!(job.status, Status::Done, "{:?} {:?}", job.status, job.last_error);
+}

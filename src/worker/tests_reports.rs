@@ -11,7 +11,7 @@ use crate::model::{Account, Cause, NoteItem, Trigger};
 use crate::platform::double::Call;
 use crate::test_llm::Script;
 
-fn reports(b: &mut Bench, channel: ReportChannel) {
+pub(super) fn reports(b: &mut Bench, channel: ReportChannel) {
     let config = ModerationConfig {
         mastodon_moderators: vec!["mod".into()],
         reports: ReportsConfig {
@@ -25,7 +25,7 @@ fn reports(b: &mut Bench, channel: ReportChannel) {
 }
 
 /// Report `report` of post `post` by the account with id `reporter`.
-fn report(report: &str, post: &str, reporter: &str) -> Trigger {
+pub(super) fn report(report: &str, post: &str, reporter: &str) -> Trigger {
     Trigger {
         cause: Cause::Report {
             report: report.into(),
@@ -48,7 +48,7 @@ fn report(report: &str, post: &str, reporter: &str) -> Trigger {
 }
 
 /// Post `pid` by carol, public, repeating a checked claim.
-fn moon_post(b: &Bench, pid: &str) {
+pub(super) fn moon_post(b: &Bench, pid: &str) {
     b.double.add_post(crate::model::Post::text_only(
         pid,
         "carol",
@@ -284,6 +284,109 @@ async fn a_mention_in_the_posts_address_reaches_nobody() {
     }
 }
 
+/// A remote author's post address longer than a whole message (on a host whose name a server
+/// does not take for a link, so it counts every character): the finding's first part is cut
+/// to the platform's limit and still delivered, naming the report.
+#[tokio::test]
+async fn a_long_post_address_is_cut_to_fit_and_the_finding_is_delivered() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    let mut post = crate::model::Post::text_only(
+        "106",
+        "carol",
+        "The Moon is made of cheese.",
+        chrono::Utc::now(),
+        crate::model::Visibility::Public,
+    );
+    let long = format!("https://far.invalid/@carol/106/{}", "a".repeat(2_000));
+    post.url = Some(long.clone());
+    b.double.add_post(post);
+    let id = b.add(report("14", "106", "7"));
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    let items = notes(&b);
+    assert!(items.len() >= 2, "{items:?}");
+    let limits = b.double.limits;
+    for (_, item) in &items {
+        let text = item.text();
+        assert!(
+            crate::compose::weighted_len(text, limits) <= limits.max_chars,
+            "over {} characters: {text}",
+            limits.max_chars
+        );
+    }
+    // The part with the address fits however a server counts it.
+    let head = items[0].1.text();
+    assert!(
+        crate::compose::weighted_len(head, limits.as_written()) <= limits.max_chars,
+        "over {} characters as written: {head}",
+        limits.max_chars
+    );
+    assert!(head.starts_with("@mod "), "{head}");
+    assert!(head.contains("https://far.invalid/@carol/106/aaa"), "{head}");
+    assert!(head.contains("(report 14)"), "the report is still named: {head}");
+    assert!(!job.note.unwrap().pending());
+}
+
+/// A report job whose finding is one acknowledgement, its Note stage next.
+fn acknowledging(b: &Bench, pid: &str) -> String {
+    moon_post(b, pid);
+    let id = b.add(report(&format!("r{pid}"), pid, "7"));
+    let mut job = b.worker.store.job(&id).unwrap().unwrap();
+    job.target = Some(b.double.posts.lock().unwrap()[pid].clone());
+    job.draft = Some(crate::model::Draft {
+        outcome: Outcome::Reply,
+        text: "False.".into(),
+        urls: vec![],
+        verdict: Some(crate::model::Verdict::Inaccurate),
+        stance: None,
+    });
+    job.verification = Some(crate::model::Verification {
+        outcome: Some(crate::model::Verified::NotNeeded),
+        ..Default::default()
+    });
+    job.plan = Some(crate::model::Plan {
+        reply_to: pid.into(),
+        visibility: crate::model::Visibility::Public,
+        parts: vec![],
+        as_written: false,
+        shrink: 0,
+        edit: false,
+    });
+    job.note = Some(crate::model::Note::new(vec![NoteItem::Acknowledge(
+        "musebot: decided".into(),
+    )]));
+    b.worker.store.save(&job).unwrap();
+    id
+}
+
+/// An acknowledgement closes every report on the subject, those filed after the bot read them
+/// too: the reports are looked at again just before, and where one is not the bot's to judge
+/// (or came later) the finding goes as a comment, the subject left open.
+#[tokio::test]
+async fn a_subject_whose_reports_are_not_all_the_bots_to_judge_is_commented_not_closed() {
+    let b = bench(Script::reply(VERDICT)).await;
+    b.double.closable.store(false, std::sync::atomic::Ordering::SeqCst);
+    let id = acknowledging(&b, "110");
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert_eq!(
+        notes(&b).iter().map(|(_, i)| i.clone()).collect::<Vec<_>>(),
+        [NoteItem::Comment("musebot: decided".into())]
+    );
+    assert_eq!(job.note.unwrap().items, [NoteItem::Comment("musebot: decided".into())]);
+    // Every report still the bot's to judge: closed.
+    b.double.closable.store(true, std::sync::atomic::Ordering::SeqCst);
+    let id = acknowledging(&b, "111");
+    let job = b.run(&id).await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    assert!(
+        matches!(notes(&b).last(), Some((_, NoteItem::Acknowledge(_)))),
+        "{:?}",
+        notes(&b)
+    );
+}
+
 /// An intake over the bench's store and moderation, as the daemon builds it.
 fn intake(b: &Bench) -> crate::intake::Intake {
     let (queues, _, _) = crate::intake::Queues::new(16);
@@ -293,6 +396,7 @@ fn intake(b: &Bench) -> crate::intake::Intake {
         queues,
         Default::default(),
         b.worker.moderation.clone(),
+        b.worker.limits.checks_per_requester_per_hour,
     )
 }
 
@@ -355,6 +459,30 @@ async fn a_post_skipped_for_its_first_reporter_is_checked_when_someone_else_repo
     accept(&intake, report("5", "101", "10")).await;
     let job = b.run("mastodon:report:101").await;
     assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+}
+
+/// An account past its hourly window reports a post, and an ordinary member reports it in the
+/// same read (before any worker ran): the post is checked, for the member. The window is
+/// charged when intake decides, so the first report ends at once and the second takes over.
+#[tokio::test]
+async fn a_report_that_comes_while_a_spent_reporters_job_is_pending_is_not_dropped() {
+    let mut b = bench(Script::reply(VERDICT)).await;
+    reports(&mut b, ReportChannel::Note);
+    b.worker.limits.checks_per_requester_per_hour = 1;
+    for pid in ["102", "103"] {
+        moon_post(&b, pid);
+    }
+    let intake = intake(&b);
+    // Reporter 8 spends its one check of the hour.
+    accept(&intake, report("6", "102", "8")).await;
+    let job = b.run("mastodon:report:102").await;
+    assert_eq!(job.status, Status::Done, "{:?}", job.last_error);
+    // One read: 8's report of 103, then member 11's.
+    accept(&intake, report("7", "103", "8")).await;
+    accept(&intake, report("8", "103", "11")).await;
+    let job = b.run("mastodon:report:103").await;
+    assert_eq!(job.status, Status::Done, "{:?} {:?}", job.status, job.last_error);
+    assert_eq!(job.trigger.author.id.as_deref(), Some("11"), "checked for the member");
 }
 
 #[tokio::test]

@@ -53,12 +53,16 @@ impl Run<'_> {
             }
             Err(e) => return super::unresolved(e),
         };
-        // Its stance was read on the words the stream carried: changed since, it is not judged.
-        if target.text.trim() != job.trigger.text.trim() {
+        // Its stance was read on the words the stream carried — of a post longer than the watch
+        // keeps, its first characters (`Seen::kept_text`): judged on those; changed since, it is
+        // not judged.
+        let read = crate::model::Seen::kept_text(&target.text);
+        if read.trim() != job.trigger.text.trim() {
             return Ok(StageOutcome::Skip(SkipReason::Policy(
                 "edited since it was seen".into(),
             )));
         }
+        target.text = read;
         target.language = crate::lang::of(target.language.as_deref(), &target.text);
         if let Some(reason) = self.skip_reason(job, &target) {
             return Ok(StageOutcome::Skip(reason));

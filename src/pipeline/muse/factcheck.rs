@@ -2,11 +2,12 @@
 //! claim review reads as evidence ([`evidence_line`]) and how the reply names it
 //! ([`reply_sentence`], put in place by `known::answer` after the reply step and again after
 //! the verify stage): the fact-checker by the table's name, when, and their rating quoted
-//! verbatim (cut short; quote marks, line breaks, bidi and control characters removed; the
-//! composer defuses any mention or link in it), after the bot's own verdict sentence; when the
-//! checks disagree, or any is older than a year before the post, the reply says so. Only the
-//! deciding reviews are named (`Retrieval::deciding_reviews`: the post's own claim, a
-//! fact-checker's page that passed the citing rule where it landed).
+//! verbatim (cut short; quote marks, line breaks, bidi and control characters and every
+//! hashtag's sign removed; the composer defuses any mention or link in it), after the bot's
+//! own verdict sentence; when the checks disagree, or any is older than a year before the
+//! post, the reply says so. Only the deciding reviews are named
+//! (`Retrieval::deciding_reviews`: the post's own claim, a fact-checker's page that passed the
+//! citing rule where it landed).
 //!
 //!
 //! Markup on a page that is not a fact-checker's reads as that page's review, never with its
@@ -31,12 +32,25 @@ pub(crate) fn quoted(text: &str, max: usize) -> String {
             }
         })
         .collect();
-    let words = clean.split_whitespace().collect::<Vec<_>>().join(" ");
+    let words = without_hashtags(&clean.split_whitespace().collect::<Vec<_>>().join(" "));
     let mut out: String = words.chars().take(max).collect();
     if words.chars().count() > max {
         out.push('…');
     }
     out
+}
+
+/// `text` without a hash sign (`#`, full-width `＃`) that anything but a space follows: a
+/// hashtag quoted from a claim or a rating would file the reply under that tag (and wake a
+/// bot that watches it). Wider than any platform's tag rule, as the composer's for mentions is.
+fn without_hashtags(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| !(matches!(c, '#' | '＃') && chars.get(i + 1).is_some_and(|n| !n.is_whitespace())))
+        .map(|(_, c)| *c)
+        .collect()
 }
 
 /// The fact-checker's name from the table (`ClaimReview::fact_checker`), else the publisher
@@ -183,6 +197,39 @@ pub(super) mod tests {
             .ends_with("可能性があります。"));
         let long = review("X", &"very ".repeat(100), "2026-11-20T00:00:00Z", "https://x.example");
         assert!(evidence_line(&long).chars().count() < 400);
+    }
+
+    /// A hashtag in a quoted rating or claim files the reply under that tag (and would wake a
+    /// bot watching it): its sign is dropped, as a mention's is, the words kept.
+    #[test]
+    fn a_hashtag_in_a_quoted_rating_or_claim_is_defused() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let tagged = ClaimReview {
+            claim: "#MoonCheese is real, say ＃Believers and x#glued".into(),
+            ..review(
+                "Snopes",
+                "#Fake (see #1)",
+                "2026-11-20T00:00:00Z",
+                "https://www.snopes.com/b",
+            )
+        };
+        let said = reply_sentence(std::slice::from_ref(&tagged), now, "en", false).unwrap();
+        assert!(said.contains("rated it \"Fake (see 1)\""), "{said}");
+        let claim = quoted(&tagged.claim, 200);
+        assert_eq!(claim, "MoonCheese is real, say Believers and xglued");
+        for text in [
+            said,
+            claim,
+            evidence_line(&ClaimReview {
+                fact_checker: Some("Snopes".into()),
+                ..tagged
+            }),
+        ] {
+            assert!(!text.contains('#') && !text.contains('＃'), "{text}");
+        }
+        assert_eq!(quoted("C# and F# #", 80), "C# and F# #", "a sign no tag follows stays");
     }
 
     pub(in crate::pipeline::muse) const HOSTILE: &str =

@@ -472,19 +472,7 @@ impl Bluesky {
     /// A handle's DID now (not remembered: handles change hands). For the config's handles at
     /// start.
     pub async fn resolve_did(&self, handle: &str) -> Result<String, PlatformError> {
-        #[derive(Deserialize)]
-        struct Resolved {
-            did: String,
-        }
-        let r: Resolved = self
-            .xrpc
-            .query(
-                "resolveHandle",
-                "com.atproto.identity.resolveHandle",
-                &[("handle", handle.trim().trim_start_matches('@').to_lowercase())],
-            )
-            .await?;
-        Ok(r.did)
+        Ok(self.xrpc.resolve_handle(handle).await?)
     }
 
     /// Puts the `bot` self-label on the account's profile (keeping everything else in it).

@@ -1,6 +1,8 @@
 //! XRPC over HTTP for the bot's Bluesky account: the session (logged in once with the app
 //! password, then refreshed — and kept in the store, so a restart or a crash loop refreshes
-//! instead of spending `createSession`'s tight budget), every request paced under the
+//! instead of spending `createSession`'s tight budget; a stored session is used only for
+//! `bluesky.identifier`'s DID, so one planted in the store never makes the bot act as another
+//! account), every request paced under the
 //! service's limits (requests per 5 minutes; write points per hour and per day, a create
 //! costing 3), retried on 429/5xx/network errors, and `ratelimit-reset` honoured.
 //!
@@ -38,6 +40,8 @@ pub enum XrpcError {
     Network { what: &'static str, reason: String },
     #[error("Bluesky sent an unreadable answer ({what}): {reason}")]
     Decode { what: &'static str, reason: String },
+    #[error("a refreshed Bluesky session is for {got}, not {want}")]
+    OtherAccount { want: String, got: String },
 }
 
 impl XrpcError {
@@ -66,7 +70,7 @@ impl Transient for XrpcError {
         match self {
             XrpcError::Status { status, .. } => *status == 429 || *status >= 500 || *status == 408,
             XrpcError::Network { .. } => true,
-            XrpcError::Decode { .. } => false,
+            XrpcError::Decode { .. } | XrpcError::OtherAccount { .. } => false,
         }
     }
     fn retry_after(&self) -> Option<Duration> {
@@ -181,13 +185,35 @@ impl Xrpc {
             .map(|s| (s.did.clone(), s.handle.clone()))
     }
 
-    /// Gets a session: refreshes the stored one when there is one, else logs in.
+    /// Gets a session: refreshes the stored one when there is one and it is the configured
+    /// identity's (its DID, and the refreshed session's, that of `bluesky.identifier`), else
+    /// logs in with the app password.
     pub async fn login(&self) -> Result<Login, XrpcError> {
         let stored = self
             .store
             .as_ref()
             .and_then(|s| s.session(&self.store_key()).ok().flatten())
             .and_then(|text| serde_json::from_str::<Session>(&text).ok());
+        let stored = match stored {
+            Some(stored) => match self.own_did().await {
+                Ok(did) if did == stored.did => Some(stored),
+                Err(e) if e.is_transient() => return Err(e),
+                // Another account's session (or a handle that resolves to no one: the app
+                // password decides): never refreshed, never used.
+                _ => {
+                    tracing::warn!(
+                        session = %stored.did,
+                        identifier = %self.identifier,
+                        "the stored Bluesky session is not bluesky.identifier's account; logging in with the app password"
+                    );
+                    if let Some(store) = &self.store {
+                        let _ = store.drop_session(&self.store_key());
+                    }
+                    None
+                }
+            },
+            None => None,
+        };
         if let Some(stored) = stored {
             *self.session.write().await = Some(stored.clone());
             match self.refresh(&stored).await {
@@ -203,6 +229,31 @@ impl Xrpc {
         }
         self.create_session().await?;
         Ok(Login::Created)
+    }
+
+    /// The DID of `bluesky.identifier`: itself when it is one, else its handle resolved at the
+    /// service (unsigned: this comes before the login).
+    async fn own_did(&self) -> Result<String, XrpcError> {
+        if self.identifier.starts_with("did:") {
+            return Ok(self.identifier.clone());
+        }
+        let r: Resolved = self
+            .query_unsigned(
+                &self.service,
+                "resolveHandle",
+                RESOLVE_HANDLE,
+                &handle_param(&self.identifier),
+            )
+            .await?;
+        Ok(r.did)
+    }
+
+    /// A handle's DID now (`com.atproto.identity.resolveHandle`, with the session).
+    pub async fn resolve_handle(&self, handle: &str) -> Result<String, XrpcError> {
+        let r: Resolved = self
+            .query("resolveHandle", RESOLVE_HANDLE, &handle_param(handle))
+            .await?;
+        Ok(r.did)
     }
 
     async fn create_session(&self) -> Result<(), XrpcError> {
@@ -235,6 +286,14 @@ impl Xrpc {
                 None,
             )
             .await?;
+        // The refresh token names the account, not the session's `did`: a session whose
+        // tokens are another account's is refused, never kept.
+        if session.did != old.did {
+            return Err(XrpcError::OtherAccount {
+                want: old.did.clone(),
+                got: session.did,
+            });
+        }
         self.keep(session).await;
         Ok(())
     }
@@ -431,6 +490,19 @@ impl Xrpc {
     }
 }
 
+const RESOLVE_HANDLE: &str = "com.atproto.identity.resolveHandle";
+
+/// `resolveHandle`'s answer.
+#[derive(Deserialize)]
+struct Resolved {
+    did: String,
+}
+
+/// `resolveHandle`'s parameter: the handle as given, without its `@`, lower-case.
+fn handle_param(handle: &str) -> [(&'static str, String); 1] {
+    [("handle", handle.trim().trim_start_matches('@').to_lowercase())]
+}
+
 /// An XRPC error body: `{"error": "Name", "message": "…"}`.
 #[derive(Default, Deserialize)]
 struct ErrorBody {
@@ -439,35 +511,5 @@ struct ErrorBody {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_session_never_prints_its_tokens() {
-        let s = Session {
-            access_jwt: "eyJ-access-secret".into(),
-            refresh_jwt: "eyJ-refresh-secret".into(),
-            did: "did:plc:abc".into(),
-            handle: "bot.example".into(),
-        };
-        let shown = format!("{s:?}");
-        assert!(!shown.contains("secret"), "{shown}");
-        assert!(shown.contains("bot.example"));
-    }
-
-    #[test]
-    fn expired_and_invalid_tokens_are_recognised() {
-        let e = |status, name: &str| XrpcError::Status {
-            status,
-            what: "t",
-            error: name.into(),
-            message: String::new(),
-            retry_after: None,
-        };
-        assert!(e(400, "ExpiredToken").is_expired_token());
-        assert!(e(400, "InvalidToken").is_expired_token());
-        assert!(e(401, "AuthMissing").is_expired_token());
-        assert!(!e(400, "InvalidSwap").is_expired_token());
-        assert!(e(429, "RateLimitExceeded").is_transient());
-    }
-}
+#[path = "xrpc_tests.rs"]
+mod tests;
