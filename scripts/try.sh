@@ -245,7 +245,7 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "http://127.0.0.1:$HEALTH_PORT/healthz" >&2; echo >&2
 
-CLAIM="${1:-The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.}"
+CLAIM="${1:-The Great Wall of China is the only man-made structure visible from the Moon with the naked eye!}"
 if [[ $PLATFORM == bluesky ]]; then
     # The source starts from "now" at its first poll: ask only once it has.
     for _ in $(seq 1 100); do grep -q "starting from now" "$WORK/daemon.log" && break; sleep 0.3; done

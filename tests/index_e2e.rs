@@ -20,7 +20,7 @@ use common::*;
 use serde_json::{json, Value};
 
 const HOST: &str = "www.factcheck.org";
-const CLAIM: &str = "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.";
+const CLAIM: &str = "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye!";
 
 fn musebot(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_musebot")).args(args).output().unwrap();

@@ -126,6 +126,9 @@ fn the_first_examples_a_user_tries() {
     // What each may be told: its own sentence or the neutral one — never another's.
     let u = Stance::Unclear;
     let cases: &[(&str, &str, &[Stance])] = &[
+        // `scripts/try.sh`'s default post and the README's denial: their own sentences.
+        (only, "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye!", &[Stance::Asserts]),
+        (only, "Astronauts have said it many times: you cannot see the Great Wall from the Moon. It's a myth.", &[Stance::Denies]),
         (only, "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye.", &[Stance::Asserts, u]),
         (only, "It is a myth that the Great Wall of China is visible from the Moon with the naked eye. Astronauts have said so many times.", &[Stance::Denies, u]),
         (wall, "The Great Wall of China is visible from the Moon with the naked eye!", &[Stance::Asserts]),

@@ -178,16 +178,10 @@ impl Run<'_> {
         let lead = crate::words::say(lang, "update_lead", ());
         // The thread's last update says the bot stops following the post: no stance sentence
         // is left standing beside words it will never read.
-        let last_one = kept.updates.len() as u32 + 1 >= self.worker.living.max_updates;
-        let text = if last_one {
-            format!(
-                "{lead} {}\n\n{}",
-                draft.text,
-                crate::words::say(lang, "update_last", ())
-            )
-        } else {
-            format!("{lead} {}", draft.text)
-        };
+        let mut text = format!("{lead} {}", draft.text);
+        if kept.updates.len() as u32 + 1 >= self.worker.living.max_updates {
+            text = format!("{text}\n\n{}", crate::words::say(lang, "update_last", ()));
+        }
         let update = Draft { text, ..draft };
         job.draft = Some(update);
         let mut parts = self.thread(job, self.platform.limits());
