@@ -186,8 +186,8 @@ pub const NEVER: f32 = 1.01;
 /// constrain it. Candidates: 0.34 to 0.995.
 pub fn choose(files: &[DevFile], k: usize, replies: bool, take: impl Fn(bool) -> bool) -> f32 {
     let never = Thresholds {
-        posts: at(NEVER),
-        replies: at(NEVER),
+        posts: Sentences::all(NEVER),
+        replies: Sentences::all(NEVER),
     };
     // Each candidate threshold with the worst shortfall of its files (INFINITY: none short).
     let mut scored: Vec<(f32, f32)> = Vec::new();
@@ -235,15 +235,6 @@ pub fn choose(files: &[DevFile], k: usize, replies: bool, take: impl Fn(bool) ->
         .iter()
         .find(|(_, w)| w.is_finite() && *w >= best - TOLERANCE)
         .map_or(NEVER, |(t, _)| (t * 1e3).round() / 1e3)
-}
-
-fn at(t: f32) -> Sentences {
-    Sentences {
-        asserts: t,
-        denies: t,
-        asks: t,
-        reports: t,
-    }
 }
 
 /// Sets the threshold of class `k` (observing: both of its sentences).

@@ -53,6 +53,18 @@ pub struct Sentences {
     pub reports: f32,
 }
 
+impl Sentences {
+    /// Every sentence at the same threshold.
+    pub const fn all(t: f32) -> Sentences {
+        Sentences {
+            asserts: t,
+            denies: t,
+            asks: t,
+            reports: t,
+        }
+    }
+}
+
 /// The sentences' thresholds for a post the gate reads as a post or headline, and for one it
 /// reads as a conversational reply (where a sentence whose precision no threshold reaches on
 /// the dev replies is never said: 1.01).
@@ -309,15 +321,6 @@ mod tests {
 
     const CLAIM: &str = "The Great Wall of China is visible from the Moon with the naked eye";
 
-    fn at(t: f32) -> Sentences {
-        Sentences {
-            asserts: t,
-            denies: t,
-            asks: t,
-            reports: t,
-        }
-    }
-
     /// A head that gives class `k` probability ~1 whatever the features.
     fn always(k: usize) -> Head {
         let mut bias = vec![-20.0; CLASSES];
@@ -329,8 +332,8 @@ mod tests {
         Head {
             version: 3,
             thresholds: Thresholds {
-                posts: at(0.9),
-                replies: at(0.9),
+                posts: Sentences::all(0.9),
+                replies: Sentences::all(0.9),
             },
             // A post, never a reply.
             gate: Linear {

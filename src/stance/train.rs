@@ -277,21 +277,12 @@ fn fit_rows(sets: &[Set], keep: impl Fn(&Set, usize) -> bool) -> Head {
     Head {
         version: 3,
         thresholds: super::Thresholds {
-            posts: half(),
-            replies: half(),
+            posts: super::Sentences::all(0.5),
+            replies: super::Sentences::all(0.5),
         },
         gate: fit::fit(&rows(None), 2),
         experts: vec![fit::fit(&rows(Some(0)), CLASSES), fit::fit(&rows(Some(1)), CLASSES)],
         trained: serde_json::Value::Null,
-    }
-}
-
-fn half() -> super::Sentences {
-    super::Sentences {
-        asserts: 0.5,
-        denies: 0.5,
-        asks: 0.5,
-        reports: 0.5,
     }
 }
 

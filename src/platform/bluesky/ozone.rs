@@ -97,6 +97,32 @@ pub async fn open_reports(
     Ok((subjects, page.cursor))
 }
 
+/// One page of the report events on `uri` (oldest first when `ascending`), after `cursor`.
+async fn report_events(
+    xrpc: &Xrpc,
+    did: &str,
+    uri: &str,
+    ascending: bool,
+    cursor: Option<String>,
+) -> Result<Events, XrpcError> {
+    let mut params = vec![
+        ("subject", uri.to_string()),
+        ("types", format!("{DEFS}#modEventReport")),
+        ("limit", "100".to_string()),
+    ];
+    if ascending {
+        params.push(("sortDirection", "asc".to_string()));
+    }
+    params.extend(cursor.map(|c| ("cursor", c)));
+    xrpc.query_via(
+        "queryEvents",
+        "tools.ozone.moderation.queryEvents",
+        &params,
+        &labeler_proxy(did),
+    )
+    .await
+}
+
 /// The first report on `uri` (its event id and the reporter's DID) and the short reasons of
 /// the reports on it (up to 100, `crate::model::short_reason`). `None` when the
 /// subject carries no report event (a moderator opened it by hand).
@@ -105,20 +131,7 @@ pub async fn first_report(
     did: &str,
     uri: &str,
 ) -> Result<Option<(String, String, Vec<String>)>, XrpcError> {
-    let params = [
-        ("subject", uri.to_string()),
-        ("types", format!("{DEFS}#modEventReport")),
-        ("sortDirection", "asc".to_string()),
-        ("limit", "100".to_string()),
-    ];
-    let page: Events = xrpc
-        .query_via(
-            "queryEvents",
-            "tools.ozone.moderation.queryEvents",
-            &params,
-            &labeler_proxy(did),
-        )
-        .await?;
+    let page = report_events(xrpc, did, uri, true, None).await?;
     let mut reasons: Vec<String> = page
         .events
         .iter()
@@ -148,20 +161,7 @@ pub async fn closable(
     let mut reasons = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_REPORT_PAGES {
-        let mut params = vec![
-            ("subject", uri.to_string()),
-            ("types", format!("{DEFS}#modEventReport")),
-            ("limit", "100".to_string()),
-        ];
-        params.extend(cursor.take().map(|c| ("cursor", c)));
-        let page: Events = xrpc
-            .query_via(
-                "queryEvents",
-                "tools.ozone.moderation.queryEvents",
-                &params,
-                &labeler_proxy(did),
-            )
-            .await?;
+        let page = report_events(xrpc, did, uri, false, cursor.take()).await?;
         for e in &page.events {
             let filed = e["createdAt"]
                 .as_str()
