@@ -119,6 +119,7 @@ async fn main() {
         matcher: None,
         claims: musebot::claims::ClaimsConfig::default(),
         memory: None,
+        stance_opinion: false,
     };
     let tokenizer = tokenizers::Tokenizer::from_file(&sandbox["MUSEBOT_EMBED_TOKENIZER"]).unwrap();
     let mut tokenizer = tokenizer;

@@ -14,6 +14,9 @@
 //! reports …; neutral U of N (FILE)`, the same two for the word rules (`stance word-rules…`:
 //! their own reading, as the bot used it before the model decided), the confusion tables,
 //! the own test pairs by language and the contrastive ones, and the microseconds per pair.
+//! `MUSEBOT_STANCE_LLM` (an OpenAI-compatible `/v1` root, `MUSEBOT_STANCE_LLM_MODEL` its model)
+//! scores the own test pairs again with that LLM's second opinion (`verify.stance`):
+//! `stance shipped+llm …`, with how many were asked and the milliseconds an ask.
 //!
 //! `--train PATH` also writes the head fitted on all the training data, with its thresholds,
 //! to PATH (`scripts/train-stance.sh` does this and re-pins it). Settings: the shipped
@@ -229,6 +232,9 @@ fn main() {
     );
     by_language(&own_test, &decided);
     contrastive(&own_test, &decided);
+    if let Ok(base_url) = std::env::var("MUSEBOT_STANCE_LLM") {
+        second_opinion(&base_url, own_file, &own_test, &embedder);
+    }
     for file in std::env::var("MUSEBOT_STANCE_PAIRS")
         .unwrap_or_default()
         .split(',')
@@ -352,6 +358,58 @@ fn decision_us(featured: &[Featured]) -> f64 {
     }
     std::hint::black_box(n);
     started.elapsed().as_secs_f64() * 1e6 / featured.len().max(1) as f64
+}
+
+/// `verify.stance` measured: the shipped head with the LLM at `base_url` (an OpenAI-compatible
+/// endpoint, e.g. the sandbox's local model) as its second opinion, on `pairs`.
+fn second_opinion(base_url: &str, file: &str, pairs: &[Pair], embedder: &Embedder) {
+    use musebot::pipeline::muse::opinion;
+    let config = musebot::config::LlmConfig {
+        base_url: base_url.to_string(),
+        model: std::env::var("MUSEBOT_STANCE_LLM_MODEL").unwrap_or_else(|_| "local".into()),
+        ..Default::default()
+    };
+    let llm = musebot::llm::LlmClient::new(&config, None).expect("the LLM client");
+    let prompts = musebot::prompts::Prompts::load(Path::new("")).expect("the built-in prompts");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let texts: Vec<(&str, &str)> = pairs.iter().map(|p| (p.post.as_str(), p.claim.as_str())).collect();
+    let model = musebot::stance::decide_all(Some(embedder), &texts);
+    let (mut asked, mut failed) = (0usize, 0usize);
+    let started = Instant::now();
+    let decided: Vec<Stance> = model
+        .into_iter()
+        .zip(pairs)
+        .map(|(m, p)| {
+            if m.stance != Stance::Unclear {
+                asked += 1;
+            }
+            match runtime.block_on(opinion::second(&llm, &prompts, &p.post, m)) {
+                Ok((s, _)) => s.stance,
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("second opinion failed: {e}");
+                    Stance::Unclear
+                }
+            }
+        })
+        .collect();
+    println!(
+        "settings: verify.stance = true (default false), the LLM at {base_url} ({}); asked {asked} of {} pairs, {failed} failed, {:.0} ms an ask",
+        config.model,
+        pairs.len(),
+        started.elapsed().as_secs_f64() * 1e3 / asked.max(1) as f64
+    );
+    report(
+        "shipped+llm",
+        file,
+        pairs,
+        &decided,
+        "the shipped head, then the LLM's second opinion",
+    );
+    contrastive(pairs, &decided);
 }
 
 fn rules_us(pairs: &[Pair]) -> f64 {

@@ -19,7 +19,9 @@
 //! scan, the stance), and what became of the posts that repeat a checked claim: which
 //! fact-check each post decided "same claim" matched (the very one the tweet repeats, another,
 //! or a post the stream says repeats none, the first of those printed), and the same decision's
-//! precision and recall on CheckThat!'s held-out dev tweets. The resident memory each loaded
+//! precision and recall on CheckThat!'s held-out dev tweets (or on the labelled set that
+//! `MUSEBOT_QUERIES`, id TAB text, and `MUSEBOT_QRELS`, CheckThat!'s qrels, name, as for
+//! `cargo bench --bench claim_matching`). The resident memory each loaded
 //! part adds is printed too. `MUSEBOT_BENCH_WATCH_MARGIN` and `MUSEBOT_BENCH_SCAN_KERNEL` change
 //! the margin and the first pass's kernel, and the changed setting is printed beside the figures. The stance of each match is in the path: the shipped
 //! stance model (`crate::stance`: the multilingual model embeds the matched posts and their
@@ -87,23 +89,33 @@ fn claims(dir: &Path) -> Vec<Entry> {
 type Post = (String, Option<String>, Option<String>);
 
 /// CheckThat!'s held-out dev tweets: (text, the id of the fact-check each repeats).
-fn dev_tweets(data: &Path) -> Vec<(String, String)> {
-    let read = |name: &str| std::fs::read_to_string(data.join("claim-matching").join(name)).unwrap_or_default();
-    let gold: std::collections::HashMap<String, String> = read("CT2022-Task2A-EN-Dev_QRELs.tsv")
+fn dev_tweets(data: &Path) -> (String, Vec<(String, String)>) {
+    let dir = data.join("claim-matching");
+    let path = |var: &str, default: &str| {
+        std::env::var(var)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| dir.join(default), PathBuf::from)
+    };
+    let queries = path("MUSEBOT_QUERIES", "CT2022-Task2A-EN-Train-Dev_Queries.tsv");
+    let qrels = path("MUSEBOT_QRELS", "CT2022-Task2A-EN-Dev_QRELs.tsv");
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let gold: std::collections::HashMap<String, String> = read(&qrels)
         .lines()
         .filter_map(|l| {
             let cols: Vec<&str> = l.split('\t').collect();
             Some((
-                cols.first()?.to_string(),
-                cols.get(2)?.trim_start_matches("vclaim-sno-").to_string(),
+                cols.first()?.trim().to_string(),
+                cols.get(2)?.trim().trim_start_matches("vclaim-sno-").to_string(),
             ))
         })
         .collect();
-    read("CT2022-Task2A-EN-Train-Dev_Queries.tsv")
+    let tweets = read(&queries)
         .lines()
         .filter_map(|l| l.split_once('\t'))
-        .filter_map(|(id, t)| Some((t.to_string(), gold.get(id)?.clone())))
-        .collect()
+        .filter_map(|(id, t)| Some((t.to_string(), gold.get(id.trim())?.clone())))
+        .collect();
+    (qrels.display().to_string(), tweets)
 }
 
 /// The fact-check id in a review's URL (a copy's has `copy-N` after it).
@@ -460,7 +472,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         ),
     );
     // The same decision on CheckThat!'s held-out dev split, the watch's bar as above.
-    let dev = dev_tweets(data);
+    let (dev_file, dev) = dev_tweets(data);
     let (mut decided, mut right) = (0, 0);
     for chunk in dev.chunks(config.batch) {
         let batch: Vec<Seen> = chunk
@@ -480,7 +492,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         }
     }
     println!(
-        "watch same claim on CheckThat!'s dev split (held out; {} tweets): precision {:.3} ({right} of {decided} decided the very fact-check), recall {:.3}",
+        "watch same claim on {dev_file} ({} tweets): precision {:.3} ({right} of {decided} decided the very fact-check), recall {:.3}",
         dev.len(),
         right as f64 / decided.max(1) as f64,
         right as f64 / dev.len().max(1) as f64

@@ -41,6 +41,8 @@ const BUILT_IN: &[(&str, &str)] = built_in![
     "ooc_summary.user.j2",
     "judge.system.j2",
     "judge.user.j2",
+    "stance.system.j2",
+    "stance.user.j2",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -123,8 +125,9 @@ pub fn cap_chars(mut text: String, max: usize) -> String {
 
 /// Names of the blocks prompts put untrusted text in (`tests` read every template and fail on
 /// a block tag not listed here).
-pub const BLOCKS: [&str; 8] = [
+pub const BLOCKS: [&str; 9] = [
     "post",
+    "claim",
     "page",
     "evidence",
     "draft",

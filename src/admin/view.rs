@@ -62,7 +62,10 @@ fn job_row(m: &Moderation, j: &Job) -> Value {
         "target": j.target.as_ref().map(|t| json!({"author": t.author, "text": excerpt(&t.text)})),
         "reply": j.draft.as_ref().map(|d| d.text.clone()).unwrap_or_default(),
         // The post's stance toward the checked claim: a moderator approving a label sees it.
-        "stance": j.draft.as_ref().and_then(|d| d.stance.as_ref()).map(|s| format!("{} ({:.2})", s.stance.as_str(), s.score)),
+        "stance": j.draft.as_ref().and_then(|d| d.stance.as_ref()).map(|s| match s.second_opinion {
+            Some(l) => format!("{} ({:.2}; the LLM read: {})", s.stance.as_str(), s.score, l.as_str()),
+            None => format!("{} ({:.2})", s.stance.as_str(), s.score),
+        }),
         "first_url": j.first_url,
         "finding": j.note.as_ref().map(|n| if n.pending() {
             format!("finding: {} of {} delivered", n.delivered.len(), n.items.len())

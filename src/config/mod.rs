@@ -235,6 +235,10 @@ pub struct VerifyConfig {
     pub agents: usize,
     /// Debate rounds after the independent opinions, at most.
     pub rounds: usize,
+    /// The LLM's reading of a post's stance as a second opinion on an asked-for answer: a
+    /// sentence about the post beyond the neutral one is said only when the stance model and
+    /// the LLM read it alike (the Muse pipeline's `opinion` room).
+    pub stance: bool,
 }
 
 impl Default for VerifyConfig {
@@ -243,6 +247,7 @@ impl Default for VerifyConfig {
             mode: VerifyMode::All,
             agents: 2,
             rounds: 3,
+            stance: false,
         }
     }
 }

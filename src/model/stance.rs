@@ -72,6 +72,10 @@ pub struct PostStance {
     /// The claim it is toward (the deciding review's claim as its page states it).
     pub claim: String,
     pub by: StanceBy,
+    /// The LLM's reading, where it gave a second opinion (`verify.stance`; `Unclear`: it named
+    /// no stance): a sentence beyond the neutral one needed both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_opinion: Option<Stance>,
 }
 
 impl PostStance {
@@ -83,6 +87,7 @@ impl PostStance {
             score: 1.0,
             claim: claim.into(),
             by: StanceBy::Model,
+            second_opinion: None,
         }
     }
 

@@ -230,6 +230,7 @@ pub fn build(
                 memory: (config.living.enabled && config.living.memory)
                     .then(|| store.clone().map(|store| muse::recall::Memory { stores: vec![store] }))
                     .flatten(),
+                stance_opinion: config.verify.stance,
             }))
         }
     };

@@ -282,6 +282,7 @@ pub fn decide_with(head: Option<&Head>, post: &str, claim: &str, vectors: Option
         score,
         claim: claim.chars().take(MAX_CHARS).collect(),
         by,
+        second_opinion: None,
     }
 }
 

@@ -55,6 +55,7 @@ fn a_stance_that_crosses_asserts_is_news() {
         score: 0.5,
         claim: "c".into(),
         by: crate::model::StanceBy::Model,
+        second_opinion: None,
     };
     let snopes = vec!["https://snopes.com/a".to_string()];
     let mut was = answer(Some(Verdict::Inaccurate), &["https://snopes.com/a"]);

@@ -166,7 +166,8 @@ pub async fn draft_known(
 }
 
 /// The stance step: the post's stance toward the first deciding review's claim (as its live
-/// page states it), by the multilingual model on a blocking thread; nothing when no review
+/// page states it), by the multilingual model on a blocking thread, then — with
+/// `verify.stance` — the LLM's second opinion ([`super::opinion`]); nothing when no review
 /// decides. A post of pictures only has no words to take a stance: `Unclear`.
 pub async fn stance(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
     let Some(first) = r.deciding_reviews().into_iter().next() else {
@@ -182,8 +183,13 @@ pub async fn stance(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, P
     .flatten()
     .unwrap_or_else(|| crate::stance::decide(&post.text, &first.claim, None));
     tracing::info!(stance = decided.stance.as_str(), score = decided.score, by = ?decided.by, "the post's stance toward the checked claim");
+    let (decided, usage) = if m.stance_opinion {
+        super::opinion::second(&m.llm, &m.prompts, &post.text, decided).await?
+    } else {
+        (decided, Usage::default())
+    };
     r.stance = Some(decided);
-    Ok(Usage::default())
+    Ok(usage)
 }
 
 /// Decides each landed match by its page's own markup: every review's claim embedded in the

@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod factcheck;
 pub mod known;
 pub mod live;
+pub mod opinion;
 pub mod pages;
 pub mod queries;
 pub mod recall;
@@ -69,6 +70,9 @@ pub struct Muse {
     /// Claim memory (`living.memory`): kept answers a post with the same claim is answered
     /// from; `None`: off.
     pub memory: Option<recall::Memory>,
+    /// `verify.stance`: the LLM's reading of the post's stance as a second opinion
+    /// ([`opinion`]).
+    pub stance_opinion: bool,
 }
 
 impl Muse {
