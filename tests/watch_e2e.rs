@@ -128,7 +128,8 @@ async fn a_local_post_repeating_a_checked_claim_goes_to_the_moderators_and_nothi
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let extra = format!(
-        "{}\n[moderation]\nmastodon_moderators = [\"alice\"]\n",
+        // The stance's second opinion on: a watched post's answer still calls no LLM.
+        "{}\n[moderation]\nmastodon_moderators = [\"alice\"]\n[verify]\nstance = true\n",
         watch_extra(&sandbox, &search, &site, "bluesky = \"off\"\nmastodon = true")
     );
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);

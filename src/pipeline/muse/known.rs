@@ -150,8 +150,9 @@ pub async fn draft_known(
     if let (Some(url), Some(matches)) = (only, r.matches.as_mut()) {
         matches.retain(|c| c.review.url == url);
     }
+    // The model alone: a watched post's answer calls no LLM.
     if r.stance.is_none() {
-        stance(m, post, r).await?;
+        read_stance(m, post, r).await;
     }
     let lang = crate::words::language(post.language.as_deref());
     let mut draft = Draft {
@@ -165,13 +166,31 @@ pub async fn draft_known(
     Ok((draft, r.usage()))
 }
 
-/// The stance step: the post's stance toward the first deciding review's claim (as its live
-/// page states it), by the multilingual model on a blocking thread, then — with
-/// `verify.stance` — the LLM's second opinion ([`super::opinion`]); nothing when no review
-/// decides. A post of pictures only has no words to take a stance: `Unclear`.
+/// The stance step of an asked-for answer: the model's reading ([`read_stance`]), then — with
+/// `verify.stance` — the LLM's second opinion ([`super::opinion`]), which can only make it the
+/// neutral one.
 pub async fn stance(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
+    read_stance(m, post, r).await;
+    match r.stance.take() {
+        Some(decided) if m.stance_opinion => {
+            let (decided, usage) = super::opinion::second(&m.llm, &m.prompts, &post.text, decided).await?;
+            r.stance = Some(decided);
+            Ok(usage)
+        }
+        decided => {
+            r.stance = decided;
+            Ok(Usage::default())
+        }
+    }
+}
+
+/// The stance model's reading of the post toward the first deciding review's claim (as its
+/// live page states it), by the multilingual model on a blocking thread; nothing when no review
+/// decides. A post of pictures only has no words to take a stance: `Unclear`. A watched post's
+/// answer ([`draft_known`]) reads only this: no LLM.
+pub async fn read_stance(m: &Muse, post: &Post, r: &mut Retrieval) {
     let Some(first) = r.deciding_reviews().into_iter().next() else {
-        return Ok(Usage::default());
+        return;
     };
     let embedder = m.multilingual.clone();
     let (text, claim) = (post.text.clone(), first.claim.clone());
@@ -183,13 +202,7 @@ pub async fn stance(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, P
     .flatten()
     .unwrap_or_else(|| crate::stance::decide(&post.text, &first.claim, None));
     tracing::info!(stance = decided.stance.as_str(), score = decided.score, by = ?decided.by, "the post's stance toward the checked claim");
-    let (decided, usage) = if m.stance_opinion {
-        super::opinion::second(&m.llm, &m.prompts, &post.text, decided).await?
-    } else {
-        (decided, Usage::default())
-    };
     r.stance = Some(decided);
-    Ok(usage)
 }
 
 /// Decides each landed match by its page's own markup: every review's claim embedded in the
