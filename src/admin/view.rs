@@ -66,6 +66,9 @@ fn job_row(m: &Moderation, j: &Job) -> Value {
             Some(l) => format!("{} ({:.2}; the LLM read: {})", s.stance.as_str(), s.score, l.as_str()),
             None => format!("{} ({:.2})", s.stance.as_str(), s.score),
         }),
+        // The fact-checks that decided the answer, with the claim each reviews and the cosine
+        // that made it the post's claim: what a moderator weighs before approving a label.
+        "checks": j.retrieval.as_ref().map(checks).unwrap_or_default(),
         "first_url": j.first_url,
         "finding": j.note.as_ref().map(|n| if n.pending() {
             format!("finding: {} of {} delivered", n.delivered.len(), n.items.len())
@@ -73,6 +76,25 @@ fn job_row(m: &Moderation, j: &Job) -> Value {
             "finding delivered to the moderators".to_string()
         }),
     })
+}
+
+/// The deciding fact-checks of a job's record (at most three, as the reply names them): who
+/// rated the claim what, the claim, the page, and the post's cosine to the claim.
+fn checks(r: &crate::model::Retrieval) -> Vec<String> {
+    r.deciding_reviews()
+        .iter()
+        .take(crate::pipeline::muse::known::MAX_NAMED)
+        .map(|c| {
+            let cosine = c.claim_cosine.map(|x| format!(", cosine {x:.2}")).unwrap_or_default();
+            format!(
+                "{} rated \"{}\": \"{}\" ({}{cosine})",
+                c.fact_checker.as_deref().unwrap_or(&c.publisher),
+                excerpt(&c.rating),
+                excerpt(&c.claim),
+                c.url
+            )
+        })
+        .collect()
 }
 
 /// Kept answers shown at most.
@@ -162,4 +184,47 @@ pub fn dashboard(m: &Moderation, recent: usize) -> Result<Value, StoreError> {
             "since": o.since.format("%Y-%m-%d %H:%M UTC").to_string(),
         })).collect::<Vec<_>>(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ClaimMatch, ClaimReview, Retrieval};
+
+    /// A held label's row names the fact-check that decided it — who rated what, the claim,
+    /// the page — and the cosine that made it the post's claim; a match that does not decide
+    /// is not shown as deciding.
+    #[test]
+    fn a_held_answer_shows_the_deciding_check_and_its_cosine() {
+        let review = |url: &str, cosine: f32| ClaimReview {
+            claim: "The Great Wall is visible from the Moon".into(),
+            fact_checker: Some("Snopes".into()),
+            claim_cosine: Some(cosine),
+            same_claim: true,
+            ..ClaimReview::sample(url, "False")
+        };
+        let found = |url: &str, decides: bool| ClaimMatch {
+            review: review(url, 0.5),
+            title: String::new(),
+            score: 1.0,
+            cosine: Some(0.5),
+            bm25: 0.0,
+            decides,
+            why_not: None,
+            landed: true,
+            live: Some(review(url, 0.83)),
+        };
+        let r = Retrieval {
+            matches: Some(vec![
+                found("https://www.snopes.com/fact-check/wall/", true),
+                found("https://www.snopes.com/fact-check/other/", false),
+            ]),
+            ..Retrieval::default()
+        };
+        assert_eq!(
+            checks(&r),
+            vec!["Snopes rated \"False\": \"The Great Wall is visible from the Moon\" (https://www.snopes.com/fact-check/wall/, cosine 0.83)".to_string()]
+        );
+        assert!(checks(&Retrieval::default()).is_empty());
+    }
 }
