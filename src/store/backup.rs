@@ -85,8 +85,6 @@ pub enum BackupError {
     Newer { path: PathBuf, found: u32, version: String },
     #[error("{0}: a store is already there — restore into an empty or new folder (move this one aside first)")]
     Occupied(PathBuf),
-    #[error("daemon.backup_key: cannot use {path}: {why} — write a random key into it (`head -c 32 /dev/urandom | base64 > {path}`, readable by the service's user only), or set daemon.backup_key = \"\" for unsigned backups")]
-    Key { path: PathBuf, why: String },
     #[error("{path}: the backup is not signed, and daemon.backup_key ({key}) is set — nothing was restored; use a backup written with that key, or, only for an unsigned backup you know is yours, run the command with a config whose daemon.backup_key is \"\"")]
     Unsigned { path: PathBuf, key: PathBuf },
     #[error("{path}: the backup's signature does not match daemon.backup_key ({key}) — it was altered, or signed with another key; nothing was restored; use another backup")]

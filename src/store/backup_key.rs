@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::backup::BackupError;
-
 /// The fewest bytes a key may have (a random 32-byte key, base64, has 44).
 const MIN_LEN: usize = 16;
 
@@ -28,15 +26,23 @@ impl std::fmt::Debug for BackupKey {
     }
 }
 
+/// A key file that cannot be used (unreadable, or too short): names the key and the fix.
+#[derive(Debug, thiserror::Error)]
+#[error("daemon.backup_key: cannot use {path}: {why} — write a random key into it (`head -c 32 /dev/urandom | base64 > {path}`, readable by the service's user only), or set daemon.backup_key = \"\" for unsigned backups")]
+pub struct KeyError {
+    pub path: PathBuf,
+    pub why: String,
+}
+
 impl BackupKey {
     /// The key in the file `path` (surrounding whitespace trimmed); `None` where `path` is
     /// empty (`daemon.backup_key = ""`: backups unsigned). An unreadable or short file is an
     /// error naming the key, never a silent unsigned backup.
-    pub fn load(path: &Path) -> Result<Option<BackupKey>, BackupError> {
+    pub fn load(path: &Path) -> Result<Option<BackupKey>, KeyError> {
         if path.as_os_str().is_empty() {
             return Ok(None);
         }
-        let bad = |why: String| BackupError::Key {
+        let bad = |why: String| KeyError {
             path: path.to_path_buf(),
             why,
         };
