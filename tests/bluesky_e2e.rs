@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::bluesky::{bluesky_config, carries, Network, SlowPds, User};
+use common::bluesky::{bluesky_config, carries, served, Network, SlowPds, User};
 use common::*;
 use serde_json::{json, Value};
 use unicode_segmentation::UnicodeSegmentation;
@@ -1056,20 +1056,6 @@ async fn signature_verifies(plc: &str, label: &Value) -> bool {
         .unwrap();
     let sig = k256::ecdsa::Signature::from_slice(&sig).unwrap();
     key.verify(&bytes, &sig).is_ok()
-}
-
-/// What the labeler's Ozone serves for `uri` (its public `queryLabels`).
-async fn served(ozone: &str, uri: &str, src: &str) -> Vec<Value> {
-    let v: Value = reqwest::Client::new()
-        .get(format!("{ozone}/xrpc/com.atproto.label.queryLabels"))
-        .query(&[("uriPatterns", uri), ("sources", src)])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    v["labels"].as_array().cloned().unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,15 +15,6 @@ use std::time::Duration;
 use common::*;
 use serde_json::{json, Value};
 
-fn musebot(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_musebot")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn config(dir: &Path) -> PathBuf {
     let s = Sandbox::load();
     let text = format!(

@@ -22,15 +22,6 @@ use serde_json::{json, Value};
 const HOST: &str = "www.factcheck.org";
 const CLAIM: &str = "The Great Wall of China is the only man-made structure visible from the Moon with the naked eye!";
 
-fn musebot(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_musebot")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// The fact-check page: our own text about the claim, with `ClaimReview` markup.
 fn fact_check_page() -> String {
     let markup = json!({"@context": "https://schema.org", "@type": "ClaimReview",

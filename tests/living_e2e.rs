@@ -13,7 +13,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -21,15 +20,6 @@ use serde_json::Value;
 
 const HOST: &str = LEMON_HOST;
 const CHECK: &str = LEMON_CHECK;
-
-fn musebot(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_musebot")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// The bot's statuses in the thread under `first` (its first part), oldest first.
 fn thread_under(all: &[Value], first: &str) -> Vec<Value> {
@@ -107,16 +97,7 @@ follow_secs = 5
     let last_id = first.last().unwrap()["id"].as_str().unwrap().to_string();
 
     // The fact-check is published (imported while the daemon runs).
-    let dump = dir.path().join("reviews.jsonl");
-    std::fs::write(&dump, lemon_water_review()).unwrap();
-    let (code, out, err) = musebot(&[
-        "index",
-        "import",
-        dump.to_str().unwrap(),
-        "--config",
-        cfg_path.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}\n{err}");
+    import_reviews(&cfg_path, &lemon_water_review());
 
     let all = mock
         .wait_for_bot_statuses(Duration::from_secs(120), |s| {

@@ -20,17 +20,36 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
 
-fn musebot(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_musebot")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+/// Where the negated false claim's check lives, and its claim: a true post may state its
+/// opposite.
+const MMR: &str = "/2025/06/mmr-safety/";
+const MMR_CLAIM: &str = "The MMR vaccine is not safe for children";
+
+/// The MMR check's page on the checker's site.
+fn mmr_page() -> (String, String) {
+    check_page(
+        MMR,
+        MMR_CLAIM,
+        "False",
+        "The MMR vaccine is safe",
+        "Decades of studies of millions of children show the MMR vaccine is safe and effective. ",
+    )
+}
+
+/// The config sections that send the bot's search and fetches to the local checker's site
+/// (under the fact-checker's name) and give it the sandbox's models, the stance model's
+/// included.
+fn checker_sections(sandbox: &Sandbox, search: &web::SearchServer, site: &web::Site) -> String {
+    format!(
+        "[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n{}[fetch]\ntest_allow_addrs = [\"{}\"]\ntest_resolve = [\"{LEMON_HOST}={}\"]\n",
+        search.base_url(),
+        relevance_toml(sandbox),
+        site.addr,
+        site.addr,
     )
 }
 
@@ -53,19 +72,7 @@ async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
     let sandbox = Sandbox::load();
     // Two checks: the lemon water claim, and a negated false claim whose true opposite a
     // user may post.
-    let mmr = "/2025/06/mmr-safety/";
-    let mmr_claim = "The MMR vaccine is not safe for children";
-    let site = web::Site::start(BTreeMap::from([
-        lemon_water_page(),
-        check_page(
-            mmr,
-            mmr_claim,
-            "False",
-            "The MMR vaccine is safe",
-            "Decades of studies of millions of children show the MMR vaccine is safe and effective. ",
-        ),
-    ]))
-    .await;
+    let site = web::Site::start(BTreeMap::from([lemon_water_page(), mmr_page()])).await;
     let search = web::SearchServer::start(|_| Vec::new()).await;
     let llm = ScriptedLlm::start(Script::routed(common::lemon_water)).await;
     // Seven answers, each polled for: more reads than the default window allows.
@@ -73,29 +80,16 @@ async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let extra = format!(
-        "[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n{}[fetch]\ntest_allow_addrs = [\"{}\"]\ntest_resolve = [\"{LEMON_HOST}={}\"]\n[living]\nfollow_secs = 5\n[limits]\nchecks_per_requester_per_hour = 20\n",
-        search.base_url(),
-        relevance_toml(&sandbox),
-        site.addr,
-        site.addr,
+        "{}[living]\nfollow_secs = 5\n[limits]\nchecks_per_requester_per_hour = 20\n",
+        checker_sections(&sandbox, &search, &site)
     );
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
-    let dump = dir.path().join("reviews.jsonl");
-    std::fs::write(
-        &dump,
-        lemon_water_review() + &review_line(mmr, mmr_claim, "False", "The MMR vaccine is safe"),
-    )
-    .unwrap();
-    let (code, out, err) = musebot(&[
-        "index",
-        "import",
-        dump.to_str().unwrap(),
-        "--config",
-        cfg_path.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}\n{err}");
+    import_reviews(
+        &cfg_path,
+        &(lemon_water_review() + &review_line(MMR, MMR_CLAIM, "False", "The MMR vaccine is safe")),
+    );
 
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
@@ -185,10 +179,7 @@ async fn the_verdict_is_said_only_of_a_post_that_asserts_the_claim() {
     assert!(!link.contains("asks about") && !link.contains("agrees"), "{link}");
     let truth = &answers["true"].1;
     assert!(!truth.contains("This post is false"), "{truth}");
-    assert!(
-        truth.contains("The MMR vaccine is not safe for children"),
-        "the check named: {truth}"
-    );
+    assert!(truth.contains(MMR_CLAIM), "the check named: {truth}");
 
     // The asserting post is edited into a denial: the follower's re-check decides the stance
     // again, and the thread is told the post now agrees with the fact-checkers.
@@ -243,25 +234,13 @@ async fn with_the_llms_second_opinion_a_sentence_needs_both_readings() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let extra = format!(
-        "[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n{}[fetch]\ntest_allow_addrs = [\"{}\"]\ntest_resolve = [\"{LEMON_HOST}={}\"]\n[verify]\nstance = true\n[limits]\nchecks_per_requester_per_hour = 20\n",
-        search.base_url(),
-        relevance_toml(&sandbox),
-        site.addr,
-        site.addr,
+        "{}[verify]\nstance = true\n[limits]\nchecks_per_requester_per_hour = 20\n",
+        checker_sections(&sandbox, &search, &site)
     );
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
-    let dump = dir.path().join("reviews.jsonl");
-    std::fs::write(&dump, lemon_water_review()).unwrap();
-    let (code, out, err) = musebot(&[
-        "index",
-        "import",
-        dump.to_str().unwrap(),
-        "--config",
-        cfg_path.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}\n{err}");
+    import_reviews(&cfg_path, &lemon_water_review());
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
     let posts = [
@@ -338,31 +317,16 @@ async fn in_labeler_mode_a_true_post_against_its_negated_false_check_is_never_la
     let Some(net) = Network::shared() else { return };
     let sandbox = Sandbox::load();
     let labeler = net.labeler.as_ref().expect("the full network runs a labeler");
-    let mmr = "/2025/06/mmr-safety/";
-    let mmr_claim = "The MMR vaccine is not safe for children";
-    let site = web::Site::start(BTreeMap::from([
-        lemon_water_page(),
-        check_page(
-            mmr,
-            mmr_claim,
-            "False",
-            "The MMR vaccine is safe",
-            "Decades of studies of millions of children show the MMR vaccine is safe and effective. ",
-        ),
-    ]))
-    .await;
+    let site = web::Site::start(BTreeMap::from([lemon_water_page(), mmr_page()])).await;
     let search = web::SearchServer::start(|_| Vec::new()).await;
     let llm = ScriptedLlm::start(Script::routed(common::lemon_water)).await;
     let moderator = net.account("mod").await;
     let pages = free_port();
     let extra = format!(
-        "plc_directory = \"{}\"\n\n[bluesky.labeler]\nenabled = true\nmentions = \"both\"\nmin_confidence = \"drafted\"\nevidence_listen = \"127.0.0.1:{pages}\"\nevidence_url = \"http://127.0.0.1:{pages}/labels\"\n\n[moderation]\nbluesky_moderators = [\"{}\"]\n[search]\nbackends = [{{ kind = \"searxng\", base_url = \"{}\" }}]\n{}[fetch]\ntest_allow_addrs = [\"{}\"]\ntest_resolve = [\"{LEMON_HOST}={}\"]\n",
+        "plc_directory = \"{}\"\n\n[bluesky.labeler]\nenabled = true\nmentions = \"both\"\nmin_confidence = \"drafted\"\nevidence_listen = \"127.0.0.1:{pages}\"\nevidence_url = \"http://127.0.0.1:{pages}/labels\"\n\n[moderation]\nbluesky_moderators = [\"{}\"]\n{}",
         net.plc,
         moderator.handle,
-        search.base_url(),
-        relevance_toml(&sandbox),
-        site.addr,
-        site.addr,
+        checker_sections(&sandbox, &search, &site),
     );
     let bot = net.labeler_user().await;
     let dir = tempfile::tempdir().unwrap();
@@ -379,15 +343,11 @@ async fn in_labeler_mode_a_true_post_against_its_negated_false_check_is_never_la
     );
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
-    let dump = dir.path().join("reviews.jsonl");
-    std::fs::write(
-        &dump,
-        lemon_water_review() + &review_line(mmr, mmr_claim, "False", "The MMR vaccine is safe"),
-    )
-    .unwrap();
+    import_reviews(
+        &cfg_path,
+        &(lemon_water_review() + &review_line(MMR, MMR_CLAIM, "False", "The MMR vaccine is safe")),
+    );
     let path = cfg_path.to_str().unwrap();
-    let (code, out, err) = musebot(&["index", "import", dump.to_str().unwrap(), "--config", path]);
-    assert_eq!(code, 0, "{out}\n{err}");
     let (code, out, err) = musebot(&["labeler", "setup", "--config", path]);
     assert_eq!(code, 0, "{out}\n{err}");
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
@@ -427,24 +387,12 @@ async fn in_labeler_mode_a_true_post_against_its_negated_false_check_is_never_la
     let (truth, truth_reply) = &answered[0];
     let (false_post, false_reply) = &answered[1];
     assert!(!truth_reply.contains("This post is false"), "{truth_reply}");
-    assert!(truth_reply.contains(mmr_claim), "the check named: {truth_reply}");
+    assert!(truth_reply.contains(MMR_CLAIM), "the check named: {truth_reply}");
     assert!(false_reply.contains("This post is false."), "{false_reply}");
     // The asserting post's label is served: by then the true post's would be too.
     net.wait_until_seen(&false_post.uri, &labeler.did, "fc-false", true)
         .await;
-    let labels: serde_json::Value = reqwest::Client::new()
-        .get(format!("{}/xrpc/com.atproto.label.queryLabels", labeler.ozone))
-        .query(&[("uriPatterns", truth.uri.as_str()), ("sources", labeler.did.as_str())])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        labels["labels"],
-        serde_json::json!([]),
-        "the true post carries no label: {labels}"
-    );
+    let labels = common::bluesky::served(&labeler.ozone, &truth.uri, &labeler.did).await;
+    assert!(labels.is_empty(), "the true post carries no label: {labels:#?}");
     let _ = daemon.terminate(Duration::from_secs(10));
 }

@@ -17,7 +17,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -30,15 +29,6 @@ const ASSERTS: &str = "A glass of hot lemon water cures COVID-19. Drink it every
 const REFUTES: &str = "No, hot lemon water does not cure COVID-19. That is a myth.";
 const ASSERTS_AGAIN: &str = "Drinking hot lemon water cures COVID-19. Tell everyone you know.";
 const UNRELATED: &str = "Lovely sunny weather in Lisbon today, off to the beach with the kids and the dog.";
-
-fn musebot(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_musebot")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// The fact-checker's page (its own ClaimReview: a match decides by the live page's markup).
 async fn checker_site() -> web::Site {

@@ -636,3 +636,17 @@ pub fn carries(view: &Value, src: &str, val: &str) -> bool {
         l["src"] == serde_json::json!(src) && l["val"] == serde_json::json!(val) && l["neg"] != serde_json::json!(true)
     })
 }
+
+/// The labels the labeler's Ozone serves for `uri` from `src` (its public `queryLabels`).
+pub async fn served(ozone: &str, uri: &str, src: &str) -> Vec<Value> {
+    let v: Value = reqwest::Client::new()
+        .get(format!("{ozone}/xrpc/com.atproto.label.queryLabels"))
+        .query(&[("uriPatterns", uri), ("sources", src)])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["labels"].as_array().cloned().unwrap_or_default()
+}

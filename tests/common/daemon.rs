@@ -181,3 +181,32 @@ where
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Runs the `musebot` binary with `args`: its exit code, stdout and stderr.
+pub fn musebot(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_musebot"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Writes `reviews` (ClaimReview JSONL) as `reviews.jsonl` beside the config at `cfg_path` and
+/// imports them into its fact-check corpus (`musebot index import`); returns what it printed.
+pub fn import_reviews(cfg_path: &Path, reviews: &str) -> String {
+    let dump = cfg_path.with_file_name("reviews.jsonl");
+    std::fs::write(&dump, reviews).unwrap();
+    let (code, out, err) = musebot(&[
+        "index",
+        "import",
+        dump.to_str().unwrap(),
+        "--config",
+        cfg_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    out
+}
