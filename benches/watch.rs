@@ -21,7 +21,9 @@
 //! or a post the stream says repeats none, the first of those printed), and the same decision's
 //! precision and recall on CheckThat!'s held-out dev tweets (or on the labelled set that
 //! `MUSEBOT_QUERIES`, id TAB text, and `MUSEBOT_QRELS`, CheckThat!'s qrels, name, as for
-//! `cargo bench --bench claim_matching`). The resident memory each loaded
+//! `cargo bench --bench claim_matching`), and how many dev tweets restated in Spanish and
+//! Portuguese (`tests/data/watch/translated.tsv`, our translations) it decides beside their
+//! English originals. The resident memory each loaded
 //! part adds is printed too. `MUSEBOT_BENCH_WATCH_MARGIN` and `MUSEBOT_BENCH_SCAN_KERNEL` change
 //! the margin and the first pass's kernel, and the changed setting is printed beside the figures. The stance of each match is in the path: the shipped
 //! stance model (`crate::stance`: the multilingual model embeds the matched posts and their
@@ -121,6 +123,95 @@ fn dev_tweets(data: &Path) -> (String, Vec<(String, String)>) {
 /// The fact-check id in a review's URL (a copy's has `copy-N` after it).
 fn review_id(url: &str) -> Option<&str> {
     url.split("/fact-check/").nth(1).and_then(|r| r.split('/').next())
+}
+
+/// How many of `posts` (text, language, the fact-check id it repeats) the watch's cheap path
+/// decides "same claim" with the very fact-check, and how many it decides at all.
+fn very_checks(
+    matcher: &std::sync::Arc<musebot::claims::matcher::Matcher>,
+    config: &WatchConfig,
+    posts: &[(String, Option<String>, String)],
+) -> (usize, usize) {
+    let (right, decided, _) = very_checks_and_fates(matcher, config, posts);
+    (right, decided)
+}
+
+/// [`very_checks`], with what became of each post (`Fate::as_str`, counted).
+fn very_checks_and_fates(
+    matcher: &std::sync::Arc<musebot::claims::matcher::Matcher>,
+    config: &WatchConfig,
+    posts: &[(String, Option<String>, String)],
+) -> (usize, usize, std::collections::BTreeMap<&'static str, usize>) {
+    let mut fates_seen = std::collections::BTreeMap::new();
+    let (mut right, mut decided) = (0, 0);
+    for chunk in posts.chunks(config.batch) {
+        let batch: Vec<Seen> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, (text, lang, _))| seen(i, text, lang))
+            .collect();
+        let fates = musebot::watch::cheap::decide(matcher, config, &batch, chrono::Utc::now()).unwrap();
+        for ((_, _, gold), fate) in chunk.iter().zip(fates) {
+            *fates_seen.entry(fate.as_str()).or_insert(0) += 1;
+            let review = match &fate {
+                musebot::watch::cheap::Fate::Asserts { review, .. }
+                | musebot::watch::cheap::Fate::NotAsserted { review, .. } => review,
+                _ => continue,
+            };
+            decided += 1;
+            right += usize::from(review_id(review) == Some(gold.as_str()));
+        }
+    }
+    (right, decided, fates_seen)
+}
+
+/// The translated dev tweets (`tests/data/watch/translated.tsv`: id TAB language TAB text):
+/// their English originals, and the translations by language, each with its fact-check id.
+#[allow(clippy::type_complexity)]
+fn translated(
+    data: &Path,
+) -> (
+    Vec<(String, Option<String>, String)>,
+    std::collections::BTreeMap<String, Vec<(String, Option<String>, String)>>,
+) {
+    let dir = data.join("claim-matching");
+    let read = |p: PathBuf| std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let gold: std::collections::HashMap<String, String> = read(dir.join("CT2022-Task2A-EN-Dev_QRELs.tsv"))
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            Some((
+                cols.first()?.to_string(),
+                cols.get(2)?.trim_start_matches("vclaim-sno-").to_string(),
+            ))
+        })
+        .collect();
+    let texts: std::collections::HashMap<String, String> = read(dir.join("CT2022-Task2A-EN-Train-Dev_Queries.tsv"))
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(id, t)| (id.to_string(), t.to_string()))
+        .collect();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/watch/translated.tsv");
+    let (mut originals, mut by_lang) = (Vec::new(), std::collections::BTreeMap::new());
+    let mut seen_ids = std::collections::HashSet::new();
+    for l in read(file).lines() {
+        let mut cols = l.splitn(3, '\t');
+        let (Some(id), Some(lang), Some(text)) = (cols.next(), cols.next(), cols.next()) else {
+            continue;
+        };
+        let (Some(g), Some(original)) = (gold.get(id), texts.get(id)) else {
+            panic!("translated.tsv: {id} is not a dev tweet");
+        };
+        if seen_ids.insert(id.to_string()) {
+            originals.push((original.clone(), Some("en".to_string()), g.clone()));
+        }
+        by_lang.entry(lang.to_string()).or_insert_with(Vec::new).push((
+            text.to_string(),
+            Some(lang.to_string()),
+            g.clone(),
+        ));
+    }
+    (originals, by_lang)
 }
 
 /// The recorded stream.
@@ -473,30 +564,35 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
     );
     // The same decision on CheckThat!'s held-out dev split, the watch's bar as above.
     let (dev_file, dev) = dev_tweets(data);
-    let (mut decided, mut right) = (0, 0);
-    for chunk in dev.chunks(config.batch) {
-        let batch: Vec<Seen> = chunk
-            .iter()
-            .enumerate()
-            .map(|(i, (text, _))| seen(i, text, &Some("en".into())))
-            .collect();
-        let fates = musebot::watch::cheap::decide(&matcher, &config, &batch, chrono::Utc::now()).unwrap();
-        for ((_, gold), fate) in chunk.iter().zip(fates) {
-            let review = match &fate {
-                musebot::watch::cheap::Fate::Asserts { review, .. }
-                | musebot::watch::cheap::Fate::NotAsserted { review, .. } => review,
-                _ => continue,
-            };
-            decided += 1;
-            right += usize::from(review_id(review) == Some(gold.as_str()));
-        }
-    }
+    let labelled: Vec<(String, Option<String>, String)> = dev
+        .iter()
+        .map(|(t, g)| (t.clone(), Some("en".into()), g.clone()))
+        .collect();
+    let (right, decided) = very_checks(&matcher, &config, &labelled);
     println!(
         "watch same claim on {dev_file} ({} tweets): precision {:.3} ({right} of {decided} decided the very fact-check), recall {:.3}",
         dev.len(),
         right as f64 / decided.max(1) as f64,
         right as f64 / dev.len().max(1) as f64
     );
+    // Reach across languages: dev tweets restated in Spanish and Portuguese (our translations,
+    // `tests/data/watch/translated.tsv`), each read as its language, beside the originals.
+    // The shipped watch reads English only (`watch.languages = ["en"]`): here it reads the
+    // translations' languages too, and says so beside the figure.
+    let (originals, by_lang) = translated(data);
+    let mut wider = config.clone();
+    wider.languages.extend(by_lang.keys().cloned());
+    let mut line = format!(
+        "watch same claim across languages (tests/data/watch/translated.tsv, {} tweets, checked in English; changed: watch.languages = {:?}, shipped [\"en\"]): English originals {} decided the very fact-check",
+        originals.len(),
+        wider.languages,
+        very_checks(&matcher, &wider, &originals).0
+    );
+    for (lang, posts) in &by_lang {
+        let (right, decided, fates) = very_checks_and_fates(&matcher, &wider, posts);
+        line.push_str(&format!("; {lang} {right} (of {decided} decided; fates {fates:?})"));
+    }
+    println!("{line}");
     if !with_model {
         return;
     }
