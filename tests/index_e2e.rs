@@ -544,7 +544,6 @@ async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check(
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
-    let dump = dir.path().join("reviews.jsonl");
     let review = json!({"@context": "https://schema.org", "@type": "ClaimReview",
         "url": format!("http://{HOST}/2025/05/lemon-water/"),
         "name": "Lemon water does not cure COVID-19",
@@ -554,15 +553,7 @@ async fn a_claim_known_only_to_the_fact_check_corpus_is_answered_from_its_check(
         "reviewRating": {"@type": "Rating", "alternateName": "Mostly True"}});
     let other = json!({"@type": "ClaimReview", "url": format!("http://{HOST}/2025/05/lemon-prices/"),
         "claimReviewed": "Lemon prices doubled in Spain this spring", "reviewRating": {"alternateName": "True"}});
-    std::fs::write(&dump, format!("{review}\n{other}\n")).unwrap();
-    let (code, out, err) = musebot(&[
-        "index",
-        "import",
-        dump.to_str().unwrap(),
-        "--config",
-        cfg_path.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}\n{err}");
+    let out = import_reviews(&cfg_path, &format!("{review}\n{other}\n"));
     assert!(out.contains("imported 2"), "{out}");
 
     let mut daemon = Daemon::start(dir.path(), &cfg, port);

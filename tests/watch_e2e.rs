@@ -79,23 +79,14 @@ linger_ms = 50
 }
 
 /// Imports the checker's review into the corpus of the bot configured at `cfg`.
-fn import_review(dir: &std::path::Path, cfg: &std::path::Path) {
-    let dump = dir.join("reviews.jsonl");
+fn import_review(cfg: &std::path::Path) {
     let review = json!({"@context": "https://schema.org", "@type": "ClaimReview",
         "url": format!("http://{HOST}{CHECK}"),
         "name": "Lemon water does not cure COVID-19",
         "claimReviewed": CLAIM,
         "datePublished": "2025-05-01",
         "reviewRating": {"@type": "Rating", "alternateName": "False"}});
-    std::fs::write(&dump, format!("{review}\n")).unwrap();
-    let (code, out, err) = musebot(&[
-        "index",
-        "import",
-        dump.to_str().unwrap(),
-        "--config",
-        cfg.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}\n{err}");
+    import_reviews(cfg, &format!("{review}\n"));
 }
 
 async fn wait_log(daemon: &Daemon, needle: &str, n: usize) {
@@ -125,7 +116,7 @@ async fn a_local_post_repeating_a_checked_claim_goes_to_the_moderators_and_nothi
     let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
-    import_review(dir.path(), &cfg_path);
+    import_review(&cfg_path);
     let mut daemon = Daemon::start(dir.path(), &cfg, port);
     daemon.wait_connected().await;
     wait_log(&daemon, "the network watch is on", 1).await;
@@ -223,7 +214,7 @@ async fn a_post_on_the_firehose_repeating_a_checked_claim_is_labelled_on_approva
     );
     let cfg_path = dir.path().join("bot-config.toml");
     std::fs::write(&cfg_path, &cfg).unwrap();
-    import_review(dir.path(), &cfg_path);
+    import_review(&cfg_path);
     // The labeler's declaration, so the AppView hydrates its labels for subscribers.
     let (code, out, err) = musebot(&["labeler", "setup", "--config", cfg_path.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}\n{err}");
