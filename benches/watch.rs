@@ -38,11 +38,13 @@ use std::time::Instant;
 
 use musebot::claims::import::Importer;
 use musebot::claims::matcher::Matcher;
-use musebot::claims::{ClaimsConfig, Entry, Models};
+use musebot::claims::{ClaimsConfig, Models};
 use musebot::config::WatchConfig;
-use musebot::model::{ClaimReview, PlatformKind, ReviewSource, Seen};
+use musebot::model::{PlatformKind, Seen};
 use musebot::relevance::{Embedder, RelevanceConfig};
 
+#[path = "common/checkthat.rs"]
+mod checkthat;
 mod common;
 #[path = "../tests/common/llm.rs"]
 mod llm;
@@ -52,39 +54,6 @@ fn models(relevance: &RelevanceConfig) -> Models {
         model: musebot::claims::model_id(&relevance.model),
         multilingual: String::new(),
     }
-}
-
-/// The Snopes fact-checks of CheckThat!.
-fn claims(dir: &Path) -> Vec<Entry> {
-    let text = std::fs::read_to_string(dir.join("vclaims.jsonl")).expect("vclaims.jsonl");
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| {
-            let id = v["vclaim_id"].as_str()?.trim_start_matches("vclaim-sno-").to_string();
-            Some(Entry {
-                review: ClaimReview {
-                    url: format!("https://www.snopes.com/fact-check/{id}/"),
-                    publisher: "Snopes".into(),
-                    publisher_site: Some("snopes.com".into()),
-                    claim: v["vclaim"].as_str()?.to_string(),
-                    claimant: None,
-                    rating: String::new(),
-                    rating_value: None,
-                    best_rating: None,
-                    worst_rating: None,
-                    reviewed: None,
-                    language: Some("en".into()),
-                    appearances: Vec::new(),
-                    source: ReviewSource::Corpus,
-                    claim_cosine: None,
-                    other_claim: false,
-                    same_claim: false,
-                    fact_checker: None,
-                },
-                title: v["title"].as_str().unwrap_or("").to_string(),
-            })
-        })
-        .collect()
 }
 
 /// A post of the stream: (text, language tag, the fact-check it repeats: its CheckThat! id).
@@ -101,28 +70,8 @@ fn dev_tweets(data: &Path) -> (String, Vec<(String, String)>) {
     };
     let queries = path("MUSEBOT_QUERIES", "CT2022-Task2A-EN-Train-Dev_Queries.tsv");
     let qrels = path("MUSEBOT_QRELS", "CT2022-Task2A-EN-Dev_QRELs.tsv");
-    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let gold: std::collections::HashMap<String, String> = read(&qrels)
-        .lines()
-        .filter_map(|l| {
-            let cols: Vec<&str> = l.split('\t').collect();
-            Some((
-                cols.first()?.trim().to_string(),
-                cols.get(2)?.trim().trim_start_matches("vclaim-sno-").to_string(),
-            ))
-        })
-        .collect();
-    let tweets = read(&queries)
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .filter_map(|(id, t)| Some((t.to_string(), gold.get(id.trim())?.clone())))
-        .collect();
+    let tweets = checkthat::tweets(&queries, &qrels);
     (qrels.display().to_string(), tweets)
-}
-
-/// The fact-check id in a review's URL (a copy's has `copy-N` after it).
-fn review_id(url: &str) -> Option<&str> {
-    url.split("/fact-check/").nth(1).and_then(|r| r.split('/').next())
 }
 
 /// How many of `posts` (text, language, the fact-check id it repeats) the watch's cheap path
@@ -159,7 +108,7 @@ fn very_checks_and_fates(
                 _ => continue,
             };
             decided += 1;
-            right += usize::from(review_id(review) == Some(gold.as_str()));
+            right += usize::from(checkthat::review_id(review) == Some(gold.as_str()));
         }
     }
     (right, decided, fates_seen)
@@ -428,7 +377,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
                     _ => None,
                 };
                 if let Some(review) = matched {
-                    let id = review_id(review);
+                    let id = checkthat::review_id(review);
                     match repeat {
                         Some(gold) if id == Some(gold.as_str()) => claims.0 += 1,
                         Some(_) => claims.1 += 1,
@@ -520,13 +469,25 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
     }
     let decided = claims.0 + claims.1 + claims.2;
     println!(
-        "watch same claim ({how}): {decided} posts decided; {} repeats of the very fact-check matched, {} repeats matched to another, {} posts that repeat none (precision {:.3} on this stream; bar claims.same_claim + watch.same_claim_margin = {:.2}{})",
+        "watch same claim ({how}): {decided} posts decided; {} repeats of the very fact-check matched, {} repeats matched to another, {} posts that repeat none (precision {:.3} on this stream; {})",
         claims.0,
         claims.1,
         claims.2,
         claims.0 as f64 / decided.max(1) as f64,
-        ClaimsConfig::default().same_claim + config.same_claim_margin,
-        if margin_changed { " (changed: MUSEBOT_BENCH_WATCH_MARGIN)" } else { "" },
+        match matcher.same_head(musebot::claims::matcher::Space::English) {
+            Some(h) => format!(
+                "English posts decided by the learned head (claims::same: threshold {:.3}, floor {:.2}), others at claims.same_claim + watch.same_claim_margin = {:.2}{}",
+                h.threshold,
+                h.floor,
+                ClaimsConfig::default().same_claim + config.same_claim_margin,
+                if margin_changed { " (changed: MUSEBOT_BENCH_WATCH_MARGIN)" } else { "" }
+            ),
+            None => format!(
+                "bar claims.same_claim + watch.same_claim_margin = {:.2}{}",
+                ClaimsConfig::default().same_claim + config.same_claim_margin,
+                if margin_changed { " (changed: MUSEBOT_BENCH_WATCH_MARGIN)" } else { "" }
+            ),
+        },
     );
     for s in &strangers {
         println!("  decided \"same claim\" though the stream says it repeats none: {s}");
@@ -643,7 +604,7 @@ fn main() {
     let sandbox = common::sandbox();
     let relevance = common::english(&sandbox);
     let embedder = Arc::new(Embedder::load(&relevance).unwrap());
-    let claims = claims(&dir);
+    let claims = checkthat::claims(&dir);
     // The corpus is kept between runs (its own folder in the cache): built once per size.
     let cache = PathBuf::from(std::env::var("MUSEBOT_CACHE").unwrap_or_else(|_| "/tmp".into()))
         .join(format!("bench-watch-corpus-{target}"));

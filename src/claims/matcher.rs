@@ -6,7 +6,9 @@
 //! *this* claim (`same_claim`) is the cosine alone at or above the model's calibrated threshold
 //! (`claims.same_claim`: precision ≥ 0.95 on train), so it means the same for a review found
 //! here and for one read from a page's markup. A post not in English is embedded by the
-//! multilingual model against the claims' multilingual vectors, when both are there.
+//! multilingual model against the claims' multilingual vectors, when both are there. The
+//! network watch's batch side (many posts at once, and its own "same claim" decision) is in
+//! `batch`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,6 +21,8 @@ use tantivy::{DocAddress, TantivyDocument, Term};
 use super::vectors::VectorCache;
 use super::{ClaimsConfig, Corpus, CorpusError, Entry, Models};
 use crate::relevance::Embedder;
+
+mod batch;
 
 /// Candidates each side brings.
 pub const DEPTH: usize = 100;
@@ -314,111 +318,6 @@ impl Matcher {
             });
         }
         Ok((space, out, query_vec))
-    }
-}
-
-/// The network watch's cheap path: many posts at once, words first, vectors only for the few.
-impl Matcher {
-    /// The words-only prefilter's score of `text`: the summed rarity (BM25's IDF) of its
-    /// distinct words among the corpus's reviewed claims, in units of the rarest word's (one
-    /// only one claim holds), so the bar means the same for 10 checks as for 200,000; 0 when
-    /// none is there. A term dictionary lookup per word, no document read (cheap enough for
-    /// every post).
-    pub fn word_score(&self, searcher: &tantivy::Searcher, text: &str) -> f32 {
-        let f = self.corpus.fields;
-        let Ok(mut analyzer) = self.corpus.index.tokenizer_for_field(f.claim) else {
-            return 0.0;
-        };
-        let n = searcher.num_docs() as f32;
-        let rarest = (1.0 + (n - 0.5) / 1.5).ln();
-        if rarest <= 0.0 {
-            return 0.0;
-        }
-        let mut seen: Vec<String> = Vec::new();
-        let mut score = 0.0;
-        let mut stream = analyzer.token_stream(text);
-        while let Some(t) = stream.next() {
-            if seen.len() >= MAX_TERMS || seen.contains(&t.text) || STOPWORDS.contains(&t.text.as_str()) {
-                continue;
-            }
-            seen.push(t.text.clone());
-            let df = searcher.doc_freq(&Term::from_field_text(f.claim, &t.text)).unwrap_or(0) as f32;
-            if df > 0.0 {
-                score += (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            }
-        }
-        score / rarest
-    }
-
-    /// The searcher of the latest commit (one per batch).
-    pub fn searcher(&self) -> tantivy::Searcher {
-        let _ = self.corpus.reader.reload();
-        self.corpus.reader.searcher()
-    }
-
-    /// For each of `texts` (posts of one `space`, cleaned by [`clean_post`]): the review whose
-    /// claim is the post's (`same_claim`: the cosine at or above the space's threshold), with
-    /// that cosine. The texts are embedded in one call ([`Matcher::embed_in`]) and scanned in
-    /// one pass ([`Matcher::best_of`]).
-    pub fn same_claims(
-        &self,
-        searcher: &tantivy::Searcher,
-        texts: &[String],
-        space: Space,
-    ) -> Result<Vec<Option<(f32, Entry)>>, CorpusError> {
-        match self.embed_in(space, texts)? {
-            Some(vectors) => self.best_of(searcher, &vectors, space),
-            None => Ok(vec![None; texts.len()]),
-        }
-    }
-
-    /// `texts` embedded by `space`'s model, one run; `None` without that model.
-    pub fn embed_in(&self, space: Space, texts: &[String]) -> Result<Option<Vec<Vec<f32>>>, CorpusError> {
-        let model = match space {
-            Space::English => &self.embedder,
-            Space::Multilingual => &self.multilingual,
-            Space::WordsOnly => return Ok(None),
-        };
-        let Some(model) = model else {
-            return Ok(None);
-        };
-        if texts.is_empty() {
-            return Ok(Some(Vec::new()));
-        }
-        model
-            .embed(texts)
-            .map(Some)
-            .map_err(|e| CorpusError::Tantivy(tantivy::TantivyError::InternalError(e.to_string())))
-    }
-
-    /// The same-claim decision for vectors already embedded in `space` (by
-    /// [`Matcher::same_claims`]; the watch's bench times the two apart).
-    pub fn best_of(
-        &self,
-        searcher: &tantivy::Searcher,
-        vectors: &[Vec<f32>],
-        space: Space,
-    ) -> Result<Vec<Option<(f32, Entry)>>, CorpusError> {
-        let cache = match space {
-            Space::Multilingual => &self.vectors_multi,
-            _ => &self.vectors,
-        };
-        let threshold = self.threshold(space);
-        let f = self.corpus.fields;
-        let mut out = Vec::with_capacity(vectors.len());
-        for best in cache.best_many(searcher, vectors)? {
-            let Some((cosine, address)) = best.filter(|(c, _)| *c >= threshold) else {
-                out.push(None);
-                continue;
-            };
-            let doc: TantivyDocument = searcher.doc(address)?;
-            let entry = doc
-                .get_first(f.entry)
-                .and_then(|v| v.as_str())
-                .and_then(|s| serde_json::from_str::<Entry>(s).ok());
-            out.push(entry.map(|e| (cosine, e)));
-        }
-        Ok(out)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod formats;
 pub mod import;
 pub mod matcher;
 pub mod prescan;
+pub mod same;
 pub mod vectors;
 
 use std::path::{Path, PathBuf};

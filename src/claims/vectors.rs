@@ -401,6 +401,21 @@ impl VectorCache {
             .collect())
     }
 
+    /// The `k` best live documents for each of `queries` (their dot products), best first,
+    /// every stored vector read once for all of them.
+    pub fn top_many(
+        &self,
+        searcher: &Searcher,
+        queries: &[&[f32]],
+        k: usize,
+    ) -> tantivy::Result<Vec<Vec<(f32, DocAddress)>>> {
+        Ok(self
+            .scan(searcher, queries, k)?
+            .into_iter()
+            .map(|top| top.into_iter().filter(|(score, _)| !score.is_nan()).collect())
+            .collect())
+    }
+
     /// The `k` best live documents for each of `queries`, best first; ties go to the earlier
     /// document (segment, then document order), as one exact pass in order gives them.
     fn scan(&self, searcher: &Searcher, queries: &[&[f32]], k: usize) -> tantivy::Result<Vec<Vec<(f32, DocAddress)>>> {

@@ -51,8 +51,10 @@ pub struct WatchConfig {
     /// corpus's claims for it to be embedded, in units of the rarest word's (1.0: one word only
     /// one claim holds, or about five common ones).
     pub min_word_score: f32,
-    /// Added to the model's `claims.same_claim` threshold for a post nobody asked about: an
-    /// unasked label needs a closer match than an answer someone requested.
+    /// Added to the model's `claims.same_claim` threshold for a post nobody asked about, where
+    /// the cosine decides "same claim" (posts not in English, another English model, a corpus
+    /// under 1,000 reviews; elsewhere the learned head of `claims::same` decides): an unasked
+    /// label needs a closer match than an answer someone requested.
     pub same_claim_margin: f32,
     /// Posts embedded and matched together in one run.
     pub batch: usize,

@@ -1,7 +1,10 @@
 //! The watch's cheap path over one batch of posts, cheapest test first: language and length,
 //! then the words-only prefilter (the summed rarity of the post's words among the corpus's
 //! claims: a term dictionary lookup a word), then — only for what passed — one embedding run
-//! and one scan of the claims' vectors for the whole batch (`Matcher::same_claims`), then the
+//! and one scan of the claims' vectors for the whole batch, and the "same claim" decision:
+//! in the English space the learned one (`claims::same`: the best candidates read as pairs,
+//! `Matcher::same_by_head`), elsewhere the cosine at `claims.same_claim` +
+//! `watch.same_claim_margin` (`Matcher::best_of`), then the
 //! stance of each post that matched (`crate::stance::decide_all`: one multilingual embedding
 //! run for the matches of the batch). A post is read up to `crate::stance::MAX_CHARS`. No LLM
 //! call, no request, no write: a pure function of the corpus and the posts, which the bench
@@ -133,12 +136,19 @@ pub fn decide_timed(
         };
         add(phase, embedding, texts.len());
         let scanning = std::time::Instant::now();
-        let found = match vectors {
-            Some(v) => matcher.best_of(&searcher, &v, space)?,
-            None => vec![None; texts.len()],
+        // The learned decision where it applies (the English space, its model); the cosine bar
+        // elsewhere.
+        let head = matcher.same_head(space);
+        let found = match (vectors, head) {
+            (Some(v), Some(head)) => matcher.same_by_head(head, &searcher, &texts, &v)?,
+            (Some(v), None) => matcher.best_of(&searcher, &v, space)?,
+            (None, _) => vec![None; texts.len()],
         };
         add(&mut phases.scan, scanning, texts.len());
-        let bar = matcher.threshold(space) + config.same_claim_margin;
+        let bar = match head {
+            Some(_) => f32::MIN,
+            None => matcher.threshold(space) + config.same_claim_margin,
+        };
         for ((i, _), best) in group.into_iter().zip(found) {
             match best.filter(|(cosine, _)| *cosine >= bar) {
                 None => fates[i] = Some(Fate::NoMatch),
