@@ -29,7 +29,10 @@
 //! stance model (`crate::stance`: the multilingual model embeds the matched posts and their
 //! claims, one run a batch; loaded as `musebot models install` sets it), and beside it, in the
 //! same run, the word rules alone as the watch decided before the model (no multilingual model
-//! loaded). The live read of a matched fact-check's page is the job's, after.
+//! loaded). "Same claim" is the shipped decision (the learned head of `claims::same` for English
+//! posts); beside it, in the same run, the cosine bar alone as the watch decided before the head
+//! (`Matcher::without_same_head`, the stance model in the path). The live read of a matched
+//! fact-check's page is the job's, after.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -242,8 +245,9 @@ fn seen(i: usize, text: &str, lang: &Option<String>) -> Seen {
 }
 
 /// The child: opens the corpus as the daemon does and replays the stream through the watch,
-/// the stance decided by the shipped model (`with_model`) or by the word rules alone.
-fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
+/// the stance decided by the shipped model (`with_model`) or by the word rules alone, "same
+/// claim" by the learned head where it applies (`with_head`) or by the cosine bar alone.
+fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool, with_head: bool) {
     // `MUSEBOT_BENCH_SCAN_KERNEL=avx2`: the AVX2 first pass on a machine that has AVX-512 too.
     let forced = std::env::var("MUSEBOT_BENCH_SCAN_KERNEL").ok().filter(|k| {
         let chosen = musebot::claims::prescan::choose(k);
@@ -280,17 +284,20 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
             .unwrap(),
         )
     });
-    let matcher = Arc::new(
-        Matcher::open(
-            corpus,
-            Some(embedder),
-            multilingual,
-            &models(&relevance),
-            &ClaimsConfig::default(),
-        )
-        .unwrap()
-        .unwrap(),
-    );
+    let matcher = Matcher::open(
+        corpus,
+        Some(embedder),
+        multilingual,
+        &models(&relevance),
+        &ClaimsConfig::default(),
+    )
+    .unwrap()
+    .unwrap();
+    let matcher = Arc::new(if with_head {
+        matcher
+    } else {
+        matcher.without_same_head()
+    });
     memory.push(("the multilingual model and the matcher", mem()));
     let held = matcher.warm().unwrap();
     memory.push(("the warmed vectors", mem()));
@@ -404,10 +411,10 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
             (claims, strangers, fate_of),
         )
     });
-    let how = if with_model {
-        "stance model, shipped"
-    } else {
-        "word rules only, as before the stance model"
+    let how = match (with_model, with_head) {
+        (true, true) => "stance model, shipped",
+        (true, false) => "stance model, cosine bar as before the learned same-claim head",
+        _ => "word rules only, as before the stance model",
     };
     memory.push(("the replay", mem()));
     let steps: Vec<String> = memory
@@ -554,7 +561,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool) {
         line.push_str(&format!("; {lang} {right} (of {decided} decided; fates {fates:?})"));
     }
     println!("{line}");
-    if !with_model {
+    if !(with_model && with_head) {
         return;
     }
     // Today's path beside it: every post through the mention's match step, one at a time.
@@ -583,9 +590,10 @@ fn main() {
     if let Some(at) = argv.iter().position(|a| a == "--replay") {
         match (argv.get(at + 1), argv.get(at + 2), argv.get(at + 3)) {
             (Some(corpus), Some(data), how) => {
-                replay(Path::new(corpus), Path::new(data), n, how.is_none_or(|h| h != "rules"))
+                let how = how.map_or("model", String::as_str);
+                replay(Path::new(corpus), Path::new(data), n, how != "rules", how != "bar")
             }
-            _ => eprintln!("usage: watch --replay CORPUS DATA [model|rules]"),
+            _ => eprintln!("usage: watch --replay CORPUS DATA [model|bar|rules]"),
         }
         return;
     }
@@ -637,7 +645,7 @@ fn main() {
         );
     }
     let me = std::env::current_exe().unwrap();
-    for how in ["model", "rules"] {
+    for how in ["model", "bar", "rules"] {
         let status = std::process::Command::new(&me)
             .arg("--replay")
             .arg(&cache)

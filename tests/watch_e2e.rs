@@ -11,6 +11,10 @@
 //!   (after a restart, which takes nothing up twice) a repeat is labelled at once; a post
 //!   refuting it and a post with nothing to match get none; never a reply.
 //!
+//! - a watched post whose review's live page reviews another claim than the corpus holds for it
+//!   (a poisoned import): the watch takes the post up, its job reads the page against the
+//!   corpus's claim and decides nothing — no draft, no label.
+//!
 //! Jetstream's format is tested on fixtures in the real wire format
 //! (`src/platform/bluesky/jetstream.rs`, `tests/fixtures/jetstream/`): no local Jetstream exists.
 
@@ -285,6 +289,66 @@ async fn a_post_on_the_firehose_repeating_a_checked_claim_is_labelled_on_approva
             assert_ne!(parent, post.uri, "{r:#}");
         }
     }
+    assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "no LLM call");
+    let _ = daemon.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_review_whose_page_reviews_another_claim_decides_nothing() {
+    const POISONED: &str = "/2025/05/garlic-soup/";
+    let sandbox = Sandbox::load();
+    // The page reviews another claim than the one the import says it reviews.
+    let markup = json!({"@context": "https://schema.org", "@type": "ClaimReview",
+        "url": format!("http://{HOST}{POISONED}"),
+        "claimReviewed": "Garlic soup keeps the flu away all winter",
+        "datePublished": "2025-05-01",
+        "author": {"@type": "Organization", "name": "FactCheck.org"},
+        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+    let page = format!(
+        "<html lang=\"en\"><head><title>Garlic soup and the flu</title><script type=\"application/ld+json\">{markup}</script></head><body><article><h1>Garlic soup and the flu</h1><p>{}</p></article></body></html>",
+        "Doctors say there is no evidence that garlic soup prevents the flu. ".repeat(8)
+    );
+    let site = web::Site::start(BTreeMap::from([(POISONED.to_string(), page)])).await;
+    let search = web::SearchServer::start(|_| Vec::new()).await;
+    let llm = ScriptedLlm::start(Script::reply("never asked")).await;
+    let mock = MockMastodon::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = format!(
+        "{}\n[moderation]\nmastodon_moderators = [\"alice\"]\n",
+        watch_extra(&sandbox, &search, &site, "bluesky = \"off\"\nmastodon = true")
+    );
+    let cfg = daemon_config(&dir.path().join("state"), &mock.base, &llm.base_url, port, &extra);
+    let cfg_path = dir.path().join("bot-config.toml");
+    std::fs::write(&cfg_path, &cfg).unwrap();
+    let review = json!({"@context": "https://schema.org", "@type": "ClaimReview",
+        "url": format!("http://{HOST}{POISONED}"),
+        "name": "Lemon water does not cure COVID-19",
+        "claimReviewed": CLAIM,
+        "datePublished": "2025-05-01",
+        "reviewRating": {"@type": "Rating", "alternateName": "False"}});
+    import_reviews(&cfg_path, &format!("{review}\n"));
+    let mut daemon = Daemon::start(dir.path(), &cfg, port);
+    daemon.wait_connected().await;
+    wait_log(&daemon, "local timeline stream connected", 1).await;
+    mock.post(BOB_TOKEN, ASSERTS, None).await;
+    wait_log(&daemon, "a watched post asserts a checked claim", 1).await;
+    wait_log(&daemon, "a matched review read on its page", 1).await;
+    let log = daemon.log_text();
+    let read = log
+        .lines()
+        .find(|l| l.contains("a matched review read on its page"))
+        .unwrap();
+    assert!(
+        read.contains("decides=false") && read.contains("reviews another claim"),
+        "{read}\n{log}"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !daemon.log_text().contains("draft held for a moderator's review"),
+        "{}",
+        daemon.log_text()
+    );
     assert_eq!(llm.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "no LLM call");
     let _ = daemon.terminate(Duration::from_secs(10));
 }

@@ -79,6 +79,9 @@ pub struct Matcher {
     /// these models' (checked at each match: an import may have changed them).
     models: Models,
     config: ClaimsConfig,
+    /// Whether the watch's learned "same claim" head may decide (the bench turns it off to
+    /// measure the cosine bar beside it).
+    same_head: bool,
 }
 
 impl Matcher {
@@ -115,12 +118,20 @@ impl Matcher {
             multilingual,
             models: models.clone(),
             config: config.clone(),
+            same_head: true,
         };
         let (english, _) = m.usable();
         if m.embedder.is_some() && !english && !m.corpus.is_empty() {
             tracing::warn!(corpus = %m.corpus.models().model, configured = %models.model, "the fact-check corpus's vectors are another model's: claims are matched by words only and none decides a reply — run `musebot index import` on the dumps again");
         }
         Ok(Some(m))
+    }
+
+    /// This matcher with the watch's "same claim" decided by the cosine bar alone, never by the
+    /// learned head (what the watch bench measures the head against).
+    pub fn without_same_head(mut self) -> Matcher {
+        self.same_head = false;
+        self
     }
 
     pub fn corpus(&self) -> &Corpus {

@@ -104,15 +104,17 @@ impl Pipeline {
     }
 
     /// A watched post's draft: the fact-check corpus's deciding reviews only (no search, no
-    /// LLM call); without a corpus (the baseline), nothing found.
+    /// LLM call); without a corpus (the baseline), nothing found. `only`: the one review that
+    /// may decide; `watched`: the review the watch decided is the post's claim.
     pub async fn draft_known(
         &self,
         post: &Post,
         retrieval: &mut Retrieval,
         only: Option<&str>,
+        watched: Option<&str>,
     ) -> Result<(Draft, Usage), PipelineError> {
         match &self.muse {
-            Some(m) => muse::known::draft_known(m, post, retrieval, only).await,
+            Some(m) => muse::known::draft_known(m, post, retrieval, only, watched).await,
             None => Err(PipelineError::Relevance(
                 "the watch needs the muse pipeline's fact-check corpus".into(),
             )),

@@ -143,7 +143,15 @@ fn a_store_of_a_newer_schema_is_refused_before_any_write() {
         store.db.insert(SCHEMA_KEY, &(SCHEMA + 1).to_be_bytes()).unwrap();
         store.flush().unwrap();
     }
-    let e = Store::open(here.path()).err().expect("refused");
+    // sled's flusher thread may hold the file lock a moment after the drop: wait it out.
+    let mut e = Store::open(here.path()).err().expect("refused");
+    for _ in 0..50 {
+        if !e.to_string().contains("could not acquire lock") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        e = Store::open(here.path()).err().expect("refused");
+    }
     assert!(matches!(e, StoreError::Newer { .. }), "{e}");
     assert!(e.to_string().contains("musebot state restore"), "{e}");
 }

@@ -20,14 +20,26 @@ impl Run<'_> {
             }
         };
         let result = if super::watch::answers_watch(job) {
-            // A watched post's own job rests only on the review its match named.
+            // A watched post's own job rests only on the review its match named; that review is
+            // the post's claim (the watch decided it) for the job and for its re-checks (the
+            // watch's job, read back, names it).
             let only = match &job.trigger.cause {
                 crate::model::Cause::Watch { review } => Some(review.clone()),
                 _ => None,
             };
+            let watched = match &job.trigger.cause {
+                crate::model::Cause::Recheck { of, .. } => match self.worker.store.job(of) {
+                    Ok(Some(first)) => match first.trigger.cause {
+                        crate::model::Cause::Watch { review } => Some(review),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => only.clone(),
+            };
             self.worker
                 .pipeline
-                .draft_known(&target, &mut retrieval, only.as_deref())
+                .draft_known(&target, &mut retrieval, only.as_deref(), watched.as_deref())
                 .await
         } else {
             self.worker

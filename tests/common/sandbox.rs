@@ -59,7 +59,23 @@ pub fn shared_data(sub: &str) -> Option<PathBuf> {
     None
 }
 
+/// A port on 127.0.0.1 nothing listens on now, for a server a test starts.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // Below the kernel's ephemeral range (32768–60999 on Linux), so no server of another test
+    // that binds port 0 is handed this port between this call and the daemon's own bind; the
+    // start is spread by process id between test binaries that run side by side.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FROM: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let start = std::process::id().wrapping_mul(131);
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FROM + start.wrapping_add(n.wrapping_mul(7)) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 

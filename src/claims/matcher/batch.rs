@@ -72,7 +72,8 @@ impl Matcher {
     /// model's, and at least [`same::MIN_CORPUS`] reviews.
     pub fn same_head(&self, space: Space) -> Option<&'static same::Head> {
         let head = same::head()?;
-        (space == Space::English
+        (self.same_head
+            && space == Space::English
             && self.usable().0
             && head.model == self.models.model
             && self.corpus.reader.searcher().num_docs() >= same::MIN_CORPUS)
@@ -82,7 +83,8 @@ impl Matcher {
     /// For each of `texts` (posts of the English space, cleaned, embedded as `vectors`): the
     /// review [`same::Head`] decides is the post's claim among its best [`same::CANDIDATES`]
     /// by cosine, with that cosine — read only for a post whose best cosine reaches the head's
-    /// floor.
+    /// floor. The watched post's job takes that review as the post's claim and reads it on its
+    /// live page (`pipeline::muse::known::run_watched`).
     pub fn same_by_head(
         &self,
         head: &same::Head,

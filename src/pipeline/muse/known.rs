@@ -10,7 +10,9 @@
 //! `ClaimReview` markup reviews the post's claim too ([`super::live`]): the reply is then
 //! named and settled by that live review, never by the dump's rating, claim or date. Landed
 //! pages become search candidates, so the evidence step can quote them (one without such
-//! markup is evidence like any page, never a verdict).
+//! markup is evidence like any page, never a verdict). For a watched post ([`run_watched`]) the
+//! review the watch decided is the post's claim (by its learned head, whatever the cosine), and
+//! its live page must review the claim the corpus holds for it.
 //!
 //! [`stance`] (after evidence) decides once what the post says about the first deciding
 //! review's claim (`crate::stance`). [`answer`] (after the reply step, and again after
@@ -38,6 +40,20 @@ const MAX_DECIDING: usize = 3;
 
 /// The match step: fills `Retrieval::matches` (empty without a corpus).
 pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, PipelineError> {
+    run_watched(m, post, r, None).await
+}
+
+/// [`run`] for a watched post whose review the network watch decided is the post's claim
+/// (`watched`, its URL; by the learned head or the cosine bar): that
+/// candidate is the post's claim whatever its cosine, and its live page must review the claim
+/// the corpus holds for it (the page's claim against the corpus's, at `claims.same_claim`),
+/// so a poisoned import still decides nothing.
+pub async fn run_watched(
+    m: &Muse,
+    post: &Post,
+    r: &mut Retrieval,
+    watched: Option<&str>,
+) -> Result<Usage, PipelineError> {
     let Some(matcher) = m.matcher.clone() else {
         r.matches = Some(Vec::new());
         return Ok(Usage::default());
@@ -48,7 +64,12 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         text.push_str(alt);
     }
     let lang = crate::lang::primary(post.language.as_deref());
-    let k = m.claims.candidates.max(1);
+    // A watched post's review was chosen among its best candidates by cosine: look deeper, so
+    // the fused ranking holds it too.
+    let k = match watched {
+        Some(_) => m.claims.candidates.max(2 * crate::claims::same::CANDIDATES),
+        None => m.claims.candidates.max(1),
+    };
     let finder = matcher.clone();
     let found = tokio::task::spawn_blocking(move || {
         let (space, candidates, vector) = finder.find_with_vector(&text, lang.as_deref(), k)?;
@@ -88,10 +109,15 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         credibility: &m.credibility,
         citable: &|url: &str| m.citable(url),
     };
+    // The watched review's place among the matches (its URL may change where it lands).
+    let mut watched_at = None;
     for c in candidates {
         let mut review = c.entry.review;
         review.claim_cosine = c.cosine;
-        review.same_claim = c.same_claim;
+        if watched == Some(review.url.as_str()) {
+            watched_at = Some(matches.len());
+        }
+        review.same_claim = c.same_claim || watched_at == Some(matches.len());
         review.fact_checker = m.credibility.fact_checker(&review.url).map(str::to_string);
         let mut found = ClaimMatch {
             title: c.entry.title,
@@ -125,7 +151,7 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
         }
         matches.push(found);
     }
-    confirm_live(m, &matcher, matched_in, &mut matches, landed).await;
+    confirm_live(m, &matcher, matched_in, &mut matches, landed, watched_at).await;
     let decided = matches.iter().filter(|x| x.decides).count();
     tracing::info!(candidates = matches.len(), decided, "claims matched");
     r.matches = Some(matches);
@@ -140,10 +166,11 @@ pub async fn draft_known(
     post: &Post,
     r: &mut Retrieval,
     only: Option<&str>,
+    watched: Option<&str>,
 ) -> Result<(Draft, Usage), PipelineError> {
     if r.matches.is_none() {
         let started = std::time::Instant::now();
-        run(m, post, r).await?;
+        run_watched(m, post, r, watched).await?;
         r.record_step("match", started.elapsed().as_millis() as u64, Usage::default());
     }
     // `only`: the one review that may decide (a watched post's, whose stance was read).
@@ -214,36 +241,60 @@ async fn confirm_live(
     (space, post): (crate::claims::matcher::Space, Option<Vec<f32>>),
     matches: &mut [ClaimMatch],
     landed: Vec<(usize, Vec<ClaimReview>)>,
+    watched: Option<usize>,
 ) {
     if landed.is_empty() {
         return;
     }
-    let claims: Vec<String> = landed
+    // Each page's claims, compared with the post — or, for the watched review, with the claim
+    // the corpus holds for it (the watch decided that claim is the post's).
+    let groups: Vec<(Option<String>, Vec<String>)> = landed
         .iter()
-        .flat_map(|(_, markup)| markup.iter().map(|r| r.claim.clone()))
+        .map(|(i, markup)| {
+            let against = (Some(*i) == watched).then(|| matches[*i].review.claim.clone());
+            (against, markup.iter().map(|r| r.claim.clone()).collect())
+        })
         .collect();
     let threshold = matcher.threshold(space);
-    let cosines = match post {
+    let cosines: Option<Vec<Vec<f32>>> = match post {
         Some(post) => {
             let matcher = matcher.clone();
-            tokio::task::spawn_blocking(move || matcher.cosines(&post, &claims, space))
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|x| x.map_err(|e| e.to_string()))
-                .unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "a matched page's review could not be embedded; it decides nothing");
-                    None
-                })
+            tokio::task::spawn_blocking(move || {
+                let mut out = Vec::new();
+                for (against, claims) in groups {
+                    let vector = match against {
+                        Some(claim) => matcher.embed(&claim, space)?,
+                        None => Some(post.clone()),
+                    };
+                    let Some(vector) = vector else { return Ok(None) };
+                    match matcher.cosines(&vector, &claims, space)? {
+                        Some(c) => out.push(c),
+                        None => return Ok(None),
+                    }
+                }
+                Ok::<_, crate::claims::CorpusError>(Some(out))
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|x| x.map_err(|e| e.to_string()))
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "a matched page's review could not be embedded; it decides nothing");
+                None
+            })
         }
         None => None,
     };
-    let mut at = 0;
-    for (i, markup) in landed {
-        let n = markup.len();
-        let these = cosines.as_ref().and_then(|c| c.get(at..at + n));
-        at += n;
+    for (n, (i, markup)) in landed.into_iter().enumerate() {
+        let these = cosines.as_ref().and_then(|c| c.get(n)).map(Vec::as_slice);
         if let Some(found) = matches.get_mut(i) {
+            let post_cosine = found.review.claim_cosine;
             super::live::confirm(found, markup, these, threshold, m.before);
+            if Some(i) == watched {
+                // What the review queue shows is the post's cosine, not the page's with the corpus.
+                if let Some(live) = found.live.as_mut() {
+                    live.claim_cosine = post_cosine;
+                }
+            }
             tracing::info!(url = %found.review.url, decides = found.decides, why_not = ?found.why_not, "a matched review read on its page");
         }
     }
