@@ -7,9 +7,11 @@
 //! does (`claims::matcher::clean_post`, the English model), and its best
 //! `claims::same::CANDIDATES` reviews by cosine are read as the watch reads them
 //! (`Matcher::same_candidates`). The fit reads the train split only: a logistic head over the
-//! pairs (gold: the tweet's fact-check), its threshold the lowest probability at which the
-//! choices, cross-validated in 5 folds by tweet, are right at least `PRECISION` of the time,
-//! and its floor the lowest best cosine among those decided. The dev split (or the set
+//! pairs (gold: the tweet's fact-check; negatives: the other candidates, each tweet again with
+//! its own fact-check left out of the corpus — a near miss — and RumourEval 2017's posts, which
+//! repeat none), its threshold the lowest probability at which the choices, cross-validated in
+//! 5 folds by post, are right at least `PRECISION` of the time, and its floor the lowest best
+//! cosine among those decided. Dev near misses are counted beside the dev figures. The dev split (or the set
 //! `MUSEBOT_QUERIES` and `MUSEBOT_QRELS` name) only measures it. Printed: the cross-validated
 //! and the dev figures — precision (the chosen review is the tweet's very fact-check) and
 //! recall — beside the cosine bar alone at `claims.same_claim` + `watch.same_claim_margin`

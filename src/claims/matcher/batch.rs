@@ -204,22 +204,6 @@ impl Matcher {
         self.corpus.reader.searcher()
     }
 
-    /// For each of `texts` (posts of one `space`, cleaned by [`clean_post`]): the review whose
-    /// claim is the post's (`same_claim`: the cosine at or above the space's threshold), with
-    /// that cosine. The texts are embedded in one call ([`Matcher::embed_in`]) and scanned in
-    /// one pass ([`Matcher::best_of`]).
-    pub fn same_claims(
-        &self,
-        searcher: &tantivy::Searcher,
-        texts: &[String],
-        space: Space,
-    ) -> Result<Vec<Option<(f32, Entry)>>, CorpusError> {
-        match self.embed_in(space, texts)? {
-            Some(vectors) => self.best_of(searcher, &vectors, space),
-            None => Ok(vec![None; texts.len()]),
-        }
-    }
-
     /// `texts` embedded by `space`'s model, one run; `None` without that model.
     pub fn embed_in(&self, space: Space, texts: &[String]) -> Result<Option<Vec<Vec<f32>>>, CorpusError> {
         let model = match space {
@@ -239,8 +223,9 @@ impl Matcher {
             .map_err(|e| CorpusError::Tantivy(tantivy::TantivyError::InternalError(e.to_string())))
     }
 
-    /// The same-claim decision for vectors already embedded in `space` (by
-    /// [`Matcher::same_claims`]; the watch's bench times the two apart).
+    /// The same-claim decision by the cosine bar for vectors already embedded in `space` (by
+    /// [`Matcher::embed_in`]): the best review at or above the space's threshold, with that
+    /// cosine.
     pub fn best_of(
         &self,
         searcher: &tantivy::Searcher,

@@ -44,10 +44,10 @@ pub async fn run(m: &Muse, post: &Post, r: &mut Retrieval) -> Result<Usage, Pipe
 }
 
 /// [`run`] for a watched post whose review the network watch decided is the post's claim
-/// (`watched`, its URL; by the learned head or the cosine bar): that
-/// candidate is the post's claim whatever its cosine, and its live page must review the claim
-/// the corpus holds for it (the page's claim against the corpus's, at `claims.same_claim`),
-/// so a poisoned import still decides nothing.
+/// (`watched`, its URL; by the learned head or the cosine bar): that candidate is the post's
+/// claim whatever its cosine, and its live page must review the claim the corpus holds for it
+/// (the page's claim against the corpus's, at `claims.same_claim`), so a poisoned import
+/// still decides nothing.
 pub async fn run_watched(
     m: &Muse,
     post: &Post,
