@@ -1,27 +1,30 @@
 //! The stance model beside the word rules, in one run: `cargo bench --bench stance`.
 //!
-//! Files: the Emergent dev split (`../shared/data/stance/emergent-dev.csv`, news headlines),
-//! the RumourEval 2017 replies (`rumoureval2017.csv`, real replies on Twitter), and the
-//! project's own pairs (`tests/data/stance/`: `pairs.jsonl` same-claim pairs,
-//! `multilingual.jsonl`, `contrastive.jsonl`). The first two and the own `dev` split are the
-//! training data: each is scored *cross-validated by claim* (5 folds by the claim's hash; each
-//! fold's head is fitted on the other folds of every file), at the thresholds this very
-//! procedure chooses on those probabilities (the shipped head's thresholds). The own `test`
-//! split, and any file named by `MUSEBOT_STANCE_PAIRS` (comma-separated CSVs in Emergent's
-//! columns), are scored by the head as it ships. Per scorer and file it prints
-//! `stance shipped: label precision P, recall R, on N pairs (FILE)` ("label": the decision
-//! says *asserts*), `stance shipped sentences: asserts precision P recall R; denies …; asks or
-//! reports …; neutral U of N (FILE)`, the same two for the word rules (`stance word-rules…`:
-//! their own reading, as the bot used it before the model decided), the confusion tables,
-//! the own test pairs by language and the contrastive ones, and the microseconds per pair.
-//! `MUSEBOT_STANCE_LLM` (an OpenAI-compatible `/v1` root, `MUSEBOT_STANCE_LLM_MODEL` its model)
-//! scores the own test pairs again with that LLM's second opinion (`verify.stance`):
-//! `stance shipped+llm …`, with how many were asked and the milliseconds an ask.
+//! Files: the Emergent dev split (`../shared/data/stance/emergent-dev.csv`, news headlines), the
+//! RumourEval 2017 replies (`rumoureval2017.csv`, real replies on Twitter), and the project's own
+//! pairs (`tests/data/stance/`: `pairs.jsonl` same-claim pairs, `multilingual.jsonl`,
+//! `contrastive.jsonl`), and the CheckThat! tweets the project labelled (`tweets.jsonl`: the train
+//! split's tweets are `dev`, the dev split's `test`). The first two and the own and tweets' `dev`
+//! splits are the training data: each is scored *cross-validated by claim* (5 folds by the claim's
+//! hash; each fold's head is fitted on the other folds of every file), at the thresholds this very
+//! procedure chooses on those probabilities (the shipped head's thresholds). The own `test` split,
+//! the tweets' `test` split, and any file named by `MUSEBOT_STANCE_PAIRS` (comma-separated CSVs in
+//! Emergent's columns), are scored by the head as it ships. Per scorer and file it prints `stance
+//! shipped: label precision P, recall R, on N pairs (FILE)` ("label": the decision says *asserts*),
+//! `stance shipped sentences: asserts precision P recall R; denies …; asks or reports …; neutral U
+//! of N (FILE)`, the same two for the word rules (`stance word-rules…`: their own reading, as the
+//! bot used it before the model decided), the confusion tables, the own test pairs by language and
+//! the contrastive ones, and the microseconds per pair. `MUSEBOT_STANCE_LLM` (an OpenAI-compatible
+//! `/v1` root, `MUSEBOT_STANCE_LLM_MODEL` its model) scores the own test pairs again with that
+//! LLM's second opinion (`verify.stance`): `stance shipped+llm …`, with how many were asked and the
+//! milliseconds an ask.
 //!
-//! `--train PATH` also writes the head fitted on all the training data, with its thresholds,
-//! to PATH (`scripts/train-stance.sh` does this and re-pins it). Settings: the shipped
-//! defaults; the multilingual model is the sandbox's (`MUSEBOT_EMBED_MODEL_MULTI`), as
-//! `musebot models install` installs it.
+//! `--train PATH` also writes the head fitted on all the training data, with its thresholds, to
+//! PATH (`scripts/train-stance.sh` does this and re-pins it); `--candidate` (or an overridden
+//! weight, `MUSEBOT_STANCE_OWN_WEIGHT`, `MUSEBOT_STANCE_TWEET_WEIGHT`) scores that head on the test
+//! files beside the shipped one (`stance candidate …`). Settings: the shipped defaults; the
+//! multilingual model is the sandbox's (`MUSEBOT_EMBED_MODEL_MULTI`), as `musebot models install`
+//! installs it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -29,13 +32,18 @@ use std::time::Instant;
 use musebot::relevance::{Embedder, RelevanceConfig};
 use musebot::stance::fit::DevFile;
 use musebot::stance::train::{self, Featured, Figures, Gold, Pair, Set};
-use musebot::stance::{rules, Reading, Stance, CLASSES};
+use musebot::stance::{rules, Domain, Reading, Stance, CLASSES};
 
 /// The precision each sentence must reach on a dev file (`for`, `against`, `observing`):
 /// headlines, real replies, the own posts.
 const HEADLINES: [f32; CLASSES] = [0.90, 0.85, 0.80];
 const REPLIES: [f32; CLASSES] = [0.50, 0.50, 0.85];
 const OWN: [f32; CLASSES] = [0.95, 0.85, 0.80];
+
+/// The labelled CheckThat! tweets (`tests/data/stance/tweets.jsonl`): the train split's
+/// tweets are training data, the dev split's are scored by the head as it ships.
+const TWEETS_DEV: &str = "tests/data/stance/tweets.jsonl (dev split: CheckThat! train tweets)";
+const TWEETS_TEST: &str = "tests/data/stance/tweets.jsonl (test split: CheckThat! dev tweets)";
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
@@ -63,6 +71,12 @@ fn main() {
     let replies = read(replies_file);
     let own = train::read_own(repo, &repo.join("../shared/data/claim-matching")).unwrap_or_else(|e| panic!("{e}"));
     let (own_dev, own_test): (Vec<Pair>, Vec<Pair>) = own.into_iter().partition(|p| p.split == "dev");
+    let tweets =
+        train::read_tweets(repo, &repo.join("../shared/data/claim-matching")).unwrap_or_else(|e| panic!("{e}"));
+    let (tweets_dev, tweets_test): (Vec<Pair>, Vec<Pair>) = tweets
+        .into_iter()
+        .filter(|p| p.split == "dev" || p.split == "test")
+        .partition(|p| p.split == "dev");
     let sandbox = sandbox();
     let embedder = Embedder::load(&RelevanceConfig {
         onnxruntime: sandbox["MUSEBOT_ORT_DYLIB"].clone(),
@@ -89,31 +103,40 @@ fn main() {
     let embed_us = started.elapsed().as_secs_f64() * 1e6 / emergent.len().max(1) as f64;
     let f_replies = featurize(&replies);
     let f_own_dev = featurize(&own_dev);
+    let f_tweets_dev = featurize(&tweets_dev);
     let weight = train::own_weight();
+    let tweet_weights = train::tweet_weights();
     let (l2, steps) = musebot::stance::fit::l2_and_steps();
-    println!("training: the gate on every row; the posts' expert on Emergent dev and the own dev pairs ({weight} times each, train::OWN_WEIGHT {}); the replies' expert on RumourEval 2017 and the own dev pairs once; L2 {l2}, {steps} steps", train::OWN_WEIGHT);
+    println!("training: the gate on every row (Emergent: headlines; RumourEval: replies; own pairs and tweets: posts); the posts' expert on Emergent dev, the own dev pairs ({weight} times each, train::OWN_WEIGHT {}) and the labelled CheckThat! train tweets ({} times each, train::TWEET_WEIGHTS {:?}); the replies' expert on RumourEval 2017, the own dev pairs once and the tweets {} times; L2 {l2}, {steps} steps", train::OWN_WEIGHT, tweet_weights[0], train::TWEET_WEIGHTS, tweet_weights[1]);
     let gold = |pairs: &[Pair]| pairs.iter().map(|p| p.gold).collect::<Vec<Gold>>();
     let sets = [
         Set {
             featured: &f_emergent,
             gold: gold(&emergent),
-            replies: false,
+            domain: Domain::Headline,
             weights: train::HEADLINES,
             folds: Some(train::folds(&emergent, 5)),
         },
         Set {
             featured: &f_replies,
             gold: gold(&replies),
-            replies: true,
+            domain: Domain::Reply,
             weights: train::REPLIES,
             folds: Some(train::folds(&replies, 5)),
         },
         Set {
             featured: &f_own_dev,
             gold: gold(&own_dev),
-            replies: false,
+            domain: Domain::Post,
             weights: train::own_weights(),
             folds: Some(train::folds(&own_dev, 5)),
+        },
+        Set {
+            featured: &f_tweets_dev,
+            gold: gold(&tweets_dev),
+            domain: Domain::Post,
+            weights: tweet_weights,
+            folds: Some(train::folds(&tweets_dev, 5)),
         },
     ];
     let started = Instant::now();
@@ -122,10 +145,25 @@ fn main() {
     let probs: Vec<Vec<Reading>> = cv.into_iter().map(|p| p.expect("folds")).collect();
     let classes = |g: &[Gold]| g.iter().map(|g| g.class()).collect::<Vec<usize>>();
     let questions = |f: &[Featured]| f.iter().map(|f| f.question).collect::<Vec<bool>>();
-    let (c0, c1, c2) = (classes(&sets[0].gold), classes(&sets[1].gold), classes(&sets[2].gold));
-    let (q0, q1, q2) = (questions(&f_emergent), questions(&f_replies), questions(&f_own_dev));
+    let (c0, c1, c2, c3) = (
+        classes(&sets[0].gold),
+        classes(&sets[1].gold),
+        classes(&sets[2].gold),
+        classes(&sets[3].gold),
+    );
+    let (q0, q1, q2, q3) = (
+        questions(&f_emergent),
+        questions(&f_replies),
+        questions(&f_own_dev),
+        questions(&f_tweets_dev),
+    );
     let rules_of = |f: &[Featured]| f.iter().map(|f| f.opposed).collect::<Vec<bool>>();
-    let (r0, r1, r2) = (rules_of(&f_emergent), rules_of(&f_replies), rules_of(&f_own_dev));
+    let (r0, r1, r2, r3) = (
+        rules_of(&f_emergent),
+        rules_of(&f_replies),
+        rules_of(&f_own_dev),
+        rules_of(&f_tweets_dev),
+    );
     let dev = [
         DevFile {
             name: emergent_file,
@@ -151,6 +189,14 @@ fn main() {
             opposed: &r2,
             targets: OWN,
         },
+        DevFile {
+            name: "tweets dev",
+            readings: &probs[3],
+            gold: &c3,
+            question: &q3,
+            opposed: &r3,
+            targets: OWN,
+        },
     ];
     for file in &dev {
         curve(file);
@@ -162,16 +208,18 @@ fn main() {
             (&emergent, &probs[0], &f_emergent),
             (&replies, &probs[1], &f_replies),
             (&own_dev, &probs[2], &f_own_dev),
+            (&tweets_dev, &probs[3], &f_tweets_dev),
         ] {
             for ((p, r), f) in pairs.iter().zip(readings).zip(featured) {
                 text.push_str(&format!(
-                    "{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{:.3}\t{}\t{}\t{}\n",
+                    "{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{:.3}\t{:?}\t{}\t{}\t{}\n",
                     p.group.replace('\t', " "),
                     p.gold.as_str(),
                     r.p[0],
                     r.p[1],
                     r.p[2],
                     r.reply,
+                    r.domain,
                     f.opposed,
                     p.claim.replace(['\t', '\n'], " "),
                     p.post.replace(['\t', '\n'], " ")
@@ -188,6 +236,7 @@ fn main() {
         (emergent_file, &emergent, &f_emergent),
         (replies_file, &replies, &f_replies),
         ("tests/data/stance (dev split)", &own_dev, &f_own_dev),
+        (TWEETS_DEV, &tweets_dev, &f_tweets_dev),
     ]
     .into_iter()
     .enumerate()
@@ -232,6 +281,24 @@ fn main() {
     );
     by_language(&own_test, &decided);
     contrastive(&own_test, &decided);
+    let decided: Vec<Stance> = musebot::stance::decide_all(
+        Some(&embedder),
+        &tweets_test
+            .iter()
+            .map(|p| (p.post.as_str(), p.claim.as_str()))
+            .collect::<Vec<_>>(),
+    )
+    .into_iter()
+    .map(|s| s.stance)
+    .collect();
+    report("shipped", TWEETS_TEST, &tweets_test, &decided, "the shipped head");
+    report(
+        "word-rules",
+        TWEETS_TEST,
+        &tweets_test,
+        &train::rules_alone(&tweets_test),
+        "the rules' own reading",
+    );
     if let Ok(base_url) = std::env::var("MUSEBOT_STANCE_LLM") {
         second_opinion(&base_url, own_file, &own_test, &embedder);
     }
@@ -257,23 +324,30 @@ fn main() {
     }
     examples(&embedder, None);
     let sets_all = &sets;
-    let mut fitted = if write_to.is_some() || std::env::var("MUSEBOT_STANCE_OWN_WEIGHT").is_ok() {
+    // A candidate head (fitted in this run on all the training data) is scored on the test
+    // files beside the shipped one when a weight is overridden or `--candidate` is given.
+    let candidate = std::env::var("MUSEBOT_STANCE_OWN_WEIGHT").is_ok()
+        || std::env::var("MUSEBOT_STANCE_TWEET_WEIGHT").is_ok()
+        || argv.iter().any(|a| a == "--candidate");
+    let mut fitted = if write_to.is_some() || candidate {
         Some(train::fit_all(sets_all))
     } else {
         None
     };
     if let Some(h) = fitted.as_mut() {
         h.thresholds = thresholds;
-        if std::env::var("MUSEBOT_STANCE_OWN_WEIGHT").is_ok() {
-            let f = featurize(&own_test);
-            let p: Vec<Reading> = f.iter().map(|x| h.read(&x.features)).collect();
-            report(
-                "candidate",
-                own_file,
-                &own_test,
-                &train::sentences(&h.thresholds, &p, &f, musebot::stance::POLARITY_GUARD),
-                "the head fitted in this run",
-            );
+        if candidate {
+            for (file, pairs) in [(own_file, &own_test), (TWEETS_TEST, &tweets_test)] {
+                let f = featurize(pairs);
+                let p: Vec<Reading> = f.iter().map(|x| h.read(&x.features)).collect();
+                report(
+                    "candidate",
+                    file,
+                    pairs,
+                    &train::sentences(&h.thresholds, &p, &f, musebot::stance::POLARITY_GUARD),
+                    "the head fitted in this run",
+                );
+            }
             examples(&embedder, Some(h));
         }
     }
@@ -293,7 +367,7 @@ fn main() {
         };
         head.trained = serde_json::json!({
             "by": "scripts/train-stance.sh (cargo bench --bench stance -- --train)",
-            "pairs": {"emergent_dev": emergent.len(), "rumoureval2017": replies.len(), "own_dev": own_dev.len(), "own_weights": train::own_weights()},
+            "pairs": {"emergent_dev": emergent.len(), "rumoureval2017": replies.len(), "own_dev": own_dev.len(), "own_weights": train::own_weights(), "tweets_dev": tweets_dev.len(), "tweet_weights": tweet_weights},
             "features": "src/stance/features.rs",
             "l2": musebot::stance::fit::L2, "steps": musebot::stance::fit::STEPS,
             "thresholds_from": "claim-fold cross-validation on the training files: per sentence, the lowest probability whose precision reaches every file's target",
@@ -301,6 +375,7 @@ fn main() {
                 "emergent_dev": figures(0, &emergent, &f_emergent),
                 "rumoureval2017": figures(1, &replies, &f_replies),
                 "own_dev": figures(2, &own_dev, &f_own_dev),
+                "tweets_dev": figures(3, &tweets_dev, &f_tweets_dev),
             },
         });
         let text = serde_json::to_string(&head).expect("a head serialises") + "\n";

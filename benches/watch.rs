@@ -31,7 +31,9 @@
 //! same run, the word rules alone as the watch decided before the model (no multilingual model
 //! loaded). "Same claim" is the shipped decision (the learned head of `claims::same` for English
 //! posts); beside it, in the same run, the cosine bar alone as the watch decided before the head
-//! (`Matcher::without_same_head`, the stance model in the path). The live read of a matched
+//! (`Matcher::without_same_head`, the stance model in the path). The labelled repeats are
+//! checked against the project's stance labels of the same tweets (`tests/data/stance/`): how
+//! many assert the claim they were labelled for. The live read of a matched
 //! fact-check's page is the job's, after.
 
 use std::collections::BTreeMap;
@@ -77,6 +79,41 @@ fn dev_tweets(data: &Path) -> (String, Vec<(String, String)>) {
     (qrels.display().to_string(), tweets)
 }
 
+/// The project's stance labels of CheckThat! tweets (`tests/data/stance/pairs.jsonl`,
+/// `tweets.jsonl`), by the tweet's text as the stream carries it: whether the tweet asserts
+/// its fact-check's claim; and the texts of CheckThat!'s dev split.
+fn our_labels(
+    data: &Path,
+) -> (
+    std::collections::HashMap<String, bool>,
+    std::collections::HashSet<String>,
+) {
+    let dir = data.join("claim-matching");
+    let text_of: std::collections::HashMap<String, String> =
+        std::fs::read_to_string(dir.join("CT2022-Task2A-EN-Train-Dev_Queries.tsv"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once('\t').map(|(id, t)| (id.to_string(), t.to_string())))
+            .collect();
+    let dev = std::fs::read_to_string(dir.join("CT2022-Task2A-EN-Dev_QRELs.tsv"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split('\t').next().and_then(|id| text_of.get(id)).cloned())
+        .collect();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/stance");
+    let mut asserting = std::collections::HashMap::new();
+    for name in ["pairs.jsonl", "tweets.jsonl"] {
+        for line in std::fs::read_to_string(repo.join(name)).unwrap_or_default().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+            if let Some(text) = v["iclaim_id"].as_str().and_then(|id| text_of.get(id)) {
+                let asserts = v["stance"] == "asserts" && v["same_claim"] != false;
+                asserting.insert(text.clone(), asserts);
+            }
+        }
+    }
+    (asserting, dev)
+}
+
 /// How many of `posts` (text, language, the fact-check id it repeats) the watch's cheap path
 /// decides "same claim" with the very fact-check, and how many it decides at all.
 fn very_checks(
@@ -94,7 +131,24 @@ fn very_checks_and_fates(
     config: &WatchConfig,
     posts: &[(String, Option<String>, String)],
 ) -> (usize, usize, std::collections::BTreeMap<&'static str, usize>) {
+    let (right, decided, fates, _) = very_checks_each(matcher, config, posts);
+    (right, decided, fates)
+}
+
+/// [`very_checks_and_fates`], with each post's fate in order.
+#[allow(clippy::type_complexity)]
+fn very_checks_each(
+    matcher: &std::sync::Arc<musebot::claims::matcher::Matcher>,
+    config: &WatchConfig,
+    posts: &[(String, Option<String>, String)],
+) -> (
+    usize,
+    usize,
+    std::collections::BTreeMap<&'static str, usize>,
+    Vec<&'static str>,
+) {
     let mut fates_seen = std::collections::BTreeMap::new();
+    let mut each = Vec::with_capacity(posts.len());
     let (mut right, mut decided) = (0, 0);
     for chunk in posts.chunks(config.batch) {
         let batch: Vec<Seen> = chunk
@@ -105,6 +159,7 @@ fn very_checks_and_fates(
         let fates = musebot::watch::cheap::decide(matcher, config, &batch, chrono::Utc::now()).unwrap();
         for ((_, _, gold), fate) in chunk.iter().zip(fates) {
             *fates_seen.entry(fate.as_str()).or_insert(0) += 1;
+            each.push(fate.as_str());
             let review = match &fate {
                 musebot::watch::cheap::Fate::Asserts { review, .. }
                 | musebot::watch::cheap::Fate::NotAsserted { review, .. } => review,
@@ -114,7 +169,7 @@ fn very_checks_and_fates(
             right += usize::from(checkthat::review_id(review) == Some(gold.as_str()));
         }
     }
-    (right, decided, fates_seen)
+    (right, decided, fates_seen, each)
 }
 
 /// The translated dev tweets (`tests/data/watch/translated.tsv`: id TAB language TAB text):
@@ -510,6 +565,39 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool, with_head: boo
         n("no_match"),
         n("not_asserted"),
     );
+    // The repeats against the project's stance labels of the same tweets
+    // (tests/data/stance/pairs.jsonl and tweets.jsonl): how many labelled ones assert the claim.
+    {
+        let (asserting, dev) = our_labels(data);
+        let (mut right, mut wrong, mut unknown, mut gold, mut known) = (0, 0, 0, 0, 0);
+        let (mut dev_labelled, mut dev_repeats) = (0, 0);
+        for ((text, _, repeat), fate) in posts.iter().zip(&fate_of) {
+            if repeat.is_none() {
+                continue;
+            }
+            let labelled = *fate == "asserts";
+            if let Some(a) = asserting.get(text) {
+                known += 1;
+                gold += usize::from(*a);
+                if labelled {
+                    if *a {
+                        right += 1;
+                    } else {
+                        wrong += 1;
+                    }
+                }
+            } else if labelled {
+                unknown += 1;
+            }
+            if dev.contains(text) {
+                dev_repeats += 1;
+                dev_labelled += usize::from(labelled);
+            }
+        }
+        println!(
+            "watch repeats by our stance labels ({how}): of those labelled, {right} assert the claim, {wrong} do not (deny, ask, report, or state another claim), {unknown} we did not label; {gold} of the {known} repeats we labelled assert it; {dev_labelled} of {dev_repeats} repeats from CheckThat!'s dev split labelled (the others are Train tweets, which the same-claim and stance heads were fitted on)"
+        );
+    }
     let phase = |name: &str, (took, posts): (std::time::Duration, usize)| {
         let ms = took.as_secs_f64() * 1000.0;
         format!(
@@ -536,13 +624,35 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool, with_head: boo
         .iter()
         .map(|(t, g)| (t.clone(), Some("en".into()), g.clone()))
         .collect();
-    let (right, decided) = very_checks(&matcher, &config, &labelled);
+    let (right, decided, _, each) = very_checks_each(&matcher, &config, &labelled);
     println!(
         "watch same claim on {dev_file} ({} tweets): precision {:.3} ({right} of {decided} decided the very fact-check), recall {:.3}",
         dev.len(),
         right as f64 / decided.max(1) as f64,
         right as f64 / dev.len().max(1) as f64
     );
+    // The same tweets' labels against the project's stance labels of them: tweets no head
+    // (same claim or stance) was fitted on, unlike the stream's.
+    {
+        let (asserting, _) = our_labels(data);
+        let (mut right, mut wrong, mut unknown, mut gold, mut known) = (0, 0, 0, 0, 0);
+        for ((text, _, _), fate) in labelled.iter().zip(&each) {
+            let said = *fate == "asserts";
+            match asserting.get(text) {
+                Some(a) => {
+                    known += 1;
+                    gold += usize::from(*a);
+                    right += usize::from(said && *a);
+                    wrong += usize::from(said && !*a);
+                }
+                None => unknown += usize::from(said),
+            }
+        }
+        println!(
+            "watch labels on {dev_file} ({how}): {} of {decided} decided \"same claim\" labelled; by our stance labels {right} assert the claim, {wrong} do not, {unknown} we did not label; {gold} of the {known} tweets we labelled assert it",
+            each.iter().filter(|f| **f == "asserts").count()
+        );
+    }
     // Reach across languages: dev tweets restated in Spanish and Portuguese (our translations,
     // `tests/data/watch/translated.tsv`), each read as its language, beside the originals.
     // The shipped watch reads English only (`watch.languages = ["en"]`): here it reads the

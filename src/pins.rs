@@ -47,7 +47,7 @@ pub const PINS: [(&str, &str, &str); 5] = [
 /// SHA-256 of the stance model's head (`src/stance/head.json`, compiled into the binary):
 /// `scripts/train-stance.sh` writes the file and this pin together; a head that does not match
 /// decides nothing (the stance model's `head`).
-pub const STANCE_HEAD: &str = "3926027482e81fa6998501d17cdcd634eadb765ccacd30e65b7cc190376e2520";
+pub const STANCE_HEAD: &str = "fc2157304bfb83778420e2b21dc13fda95f1880c3ae6c9d095a863d2fa7f369b";
 
 /// Bytes' SHA-256, hex.
 pub fn sha256_bytes(bytes: &[u8]) -> String {

@@ -5,7 +5,7 @@
 //! precision on cross-validated probabilities. `super::train` reads the data; the bench and
 //! `scripts/train-stance.sh` call both; the daemon never does.
 
-use super::{Linear, Reading, Sentences, Stance, Thresholds, CLASSES, POLARITY_GUARD};
+use super::{Domain, Linear, Reading, Sentences, Stance, Thresholds, CLASSES, POLARITY_GUARD};
 
 /// L2 strength and full-batch Adam steps of the shipped fit (chosen by claim-fold
 /// cross-validation on the dev files: decision 0050).
@@ -178,15 +178,16 @@ const TOLERANCE: f32 = 0.02;
 /// Never: a threshold no probability reaches.
 pub const NEVER: f32 = 1.01;
 
-/// The threshold of class `k`'s sentence for one domain (`replies`: the gate reads the post as
-/// a reply), on the posts `take` keeps (by question): the lowest at which every file reaches its
+/// The threshold of class `k`'s sentence for one domain (the posts the gate reads as that
+/// kind), on the posts `take` keeps (by question): the lowest at which every file reaches its
 /// target precision; where none does, the lowest whose worst file is within [`TOLERANCE`] of
 /// the least short — unless even that is more than [`SHORT`] short, when the sentence is
 /// [`NEVER`] said. A file where the sentence is said on fewer than [`MIN_SAID`] posts does not
 /// constrain it. Candidates: 0.34 to 0.995.
-pub fn choose(files: &[DevFile], k: usize, replies: bool, take: impl Fn(bool) -> bool) -> f32 {
+pub fn choose(files: &[DevFile], k: usize, domain: Domain, take: impl Fn(bool) -> bool) -> f32 {
     let never = Thresholds {
         posts: Sentences::all(NEVER),
+        headlines: Sentences::all(NEVER),
         replies: Sentences::all(NEVER),
     };
     // Each candidate threshold with the worst shortfall of its files (INFINITY: none short).
@@ -198,10 +199,10 @@ pub fn choose(files: &[DevFile], k: usize, replies: bool, take: impl Fn(bool) ->
         for f in files {
             let (mut said, mut right) = (0usize, 0usize);
             let mut th = never;
-            set(if replies { &mut th.replies } else { &mut th.posts }, k, t);
+            set(th.of_mut(domain), k, t);
             for i in 0..f.gold.len() {
                 let r = f.readings[i];
-                if (r.reply >= 0.5) != replies || !take(f.question[i]) {
+                if r.domain != domain || !take(f.question[i]) {
                     continue;
                 }
                 let (s, _) = super::sentence(&th, r, f.question[i], f.opposed[i], POLARITY_GUARD);
@@ -262,15 +263,16 @@ fn class_of(s: Stance) -> Option<usize> {
 /// Every sentence's threshold in both domains: *asserts*, *denies*, and *asks* (observing posts
 /// with a question) and *reports* (without) each chosen on its own.
 pub fn thresholds(files: &[DevFile]) -> Thresholds {
-    let domain = |replies: bool| Sentences {
-        asserts: choose(files, 0, replies, |_| true),
-        denies: choose(files, 1, replies, |_| true),
-        asks: choose(files, 2, replies, |q| q),
-        reports: choose(files, 2, replies, |q| !q),
+    let domain = |d: Domain| Sentences {
+        asserts: choose(files, 0, d, |_| true),
+        denies: choose(files, 1, d, |_| true),
+        asks: choose(files, 2, d, |q| q),
+        reports: choose(files, 2, d, |q| !q),
     };
     Thresholds {
-        posts: domain(false),
-        replies: domain(true),
+        posts: domain(Domain::Post),
+        headlines: domain(Domain::Headline),
+        replies: domain(Domain::Reply),
     }
 }
 
@@ -311,6 +313,7 @@ mod tests {
                 Reading {
                     p: [p0, (1.0 - p0) / 2.0, (1.0 - p0) / 2.0],
                     reply: 0.0,
+                    domain: Domain::Post,
                 }
             })
             .collect();
@@ -326,17 +329,17 @@ mod tests {
             targets: [target, 0.5, 0.5],
         };
         // Precision 1.0 above 0.701 (34 posts, p 0.956 to 0.7085): the lowest such threshold.
-        assert_eq!(choose(&[file(1.0)], 0, false, |_| true), 0.705);
+        assert_eq!(choose(&[file(1.0)], 0, Domain::Post, |_| true), 0.705);
         // Reached at once.
-        assert_eq!(choose(&[file(0.5)], 0, false, |_| true), 0.34);
+        assert_eq!(choose(&[file(0.5)], 0, Domain::Post, |_| true), 0.34);
         // Nobody in the replies' domain: never said there.
-        assert_eq!(choose(&[file(0.5)], 0, true, |_| true), NEVER);
+        assert_eq!(choose(&[file(0.5)], 0, Domain::Reply, |_| true), NEVER);
         // The polarity guard leaves the sentence unsaid.
         let all_opposed = vec![true; 60];
         let vetoed = DevFile {
             opposed: &all_opposed,
             ..file(0.5)
         };
-        assert_eq!(choose(&[vetoed], 0, false, |_| true), NEVER);
+        assert_eq!(choose(&[vetoed], 0, Domain::Post, |_| true), NEVER);
     }
 }

@@ -65,21 +65,67 @@ impl Sentences {
     }
 }
 
-/// The sentences' thresholds for a post the gate reads as a post or headline, and for one it
-/// reads as a conversational reply (where a sentence whose precision no threshold reaches on
-/// the dev replies is never said: 1.01).
+/// The sentences' thresholds for each kind of post the gate tells apart ([`Domain`]): a post
+/// that states or reports a claim in its own words, a news headline, a conversational reply
+/// (where a sentence whose precision no threshold reaches on the dev files is never said: 1.01).
+/// Each kind has its own, because the same probability is right more or less often in each: a
+/// headline that reads as asserting a rumour often only relays it, a reply on topic often
+/// only comments.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Thresholds {
     pub posts: Sentences,
+    pub headlines: Sentences,
     pub replies: Sentences,
 }
 
-/// What the head reads in a pair: the probabilities of `for`, `against` and `observing`, and
-/// how reply-like the post is (the gate, 0 to 1).
+impl Thresholds {
+    /// The sentences of a domain.
+    pub fn of(&self, domain: Domain) -> &Sentences {
+        match domain {
+            Domain::Post => &self.posts,
+            Domain::Headline => &self.headlines,
+            Domain::Reply => &self.replies,
+        }
+    }
+
+    /// The sentences of a domain, to change.
+    pub fn of_mut(&mut self, domain: Domain) -> &mut Sentences {
+        match domain {
+            Domain::Post => &mut self.posts,
+            Domain::Headline => &mut self.headlines,
+            Domain::Reply => &mut self.replies,
+        }
+    }
+}
+
+/// What kind of text the gate reads a post as (its classes, in order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Domain {
+    /// A post that states, disputes or relays a claim in its own words.
+    Post,
+    /// A news headline.
+    Headline,
+    /// A conversational reply.
+    Reply,
+}
+
+impl Domain {
+    pub const ALL: [Domain; 3] = [Domain::Post, Domain::Headline, Domain::Reply];
+
+    /// The gate's class index.
+    pub fn class(self) -> usize {
+        self as usize
+    }
+}
+
+/// What the head reads in a pair: the probabilities of `for`, `against` and `observing`, how
+/// reply-like the post is (the gate's *reply*, 0 to 1, which mixes the experts), and the kind
+/// of post the gate reads it as (its most probable class, whose thresholds apply).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reading {
     pub p: [f32; CLASSES],
     pub reply: f32,
+    pub domain: Domain,
 }
 
 /// The polarity guard: a post that negates where the claim does not, or the other way
@@ -114,15 +160,16 @@ impl Linear {
 }
 
 /// The stance head: two experts — one fitted on posts and headlines that state or report
-/// claims, one on conversational replies — mixed by a gate that reads how reply-like the
-/// post is: `p = (1 - r) · posts(f) + r · replies(f)`, `r = gate(f)[1]`. A reply that only
-/// comments on a claim's subject reads like the second expert's data, where topic is not
-/// assertion; a headline or a plain post like the first's.
+/// claims, one on conversational replies — mixed by a gate that reads what kind of text the
+/// post is ([`Domain`]: post, headline, reply): `p = (1 - r) · posts(f) + r · replies(f)`,
+/// `r = gate(f)[reply]`. A reply that only comments on a claim's subject reads like the second
+/// expert's data, where topic is not assertion; a headline or a plain post like the first's.
+/// The gate's most probable class picks the thresholds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Head {
     pub version: u32,
     pub thresholds: Thresholds,
-    /// Two classes: a post or headline (0), a conversational reply (1).
+    /// Three classes, [`Domain`]'s: a post (0), a headline (1), a conversational reply (2).
     pub gate: Linear,
     /// [`CLASSES`] classes each: the posts' expert, the replies' expert.
     pub experts: Vec<Linear>,
@@ -134,28 +181,31 @@ pub struct Head {
 impl Head {
     /// What the head reads in a pair with these features.
     pub fn read(&self, features: &[f32]) -> Reading {
-        let [_, r] = self.gate.probabilities::<2>(features);
+        let g = self.gate.probabilities::<3>(features);
+        let r = g[Domain::Reply.class()];
         let a = self.experts[0].probabilities::<CLASSES>(features);
         let b = self.experts[1].probabilities::<CLASSES>(features);
+        let best = (0..3).max_by(|x, y| g[*x].total_cmp(&g[*y])).unwrap_or(0);
         Reading {
             p: std::array::from_fn(|k| (1.0 - r) * a[k] + r * b[k]),
             reply: r,
+            domain: Domain::ALL[best],
         }
     }
 
-    /// Whether the head has its shape (a gate of two classes, two experts of [`CLASSES`]).
+    /// Whether the head has its shape (a gate of three classes, two experts of [`CLASSES`]).
     fn well_formed(&self) -> bool {
-        self.gate.well_formed(2) && self.experts.len() == 2 && self.experts.iter().all(|e| e.well_formed(CLASSES))
+        self.gate.well_formed(3) && self.experts.len() == 2 && self.experts.iter().all(|e| e.well_formed(CLASSES))
     }
 }
 
 /// The sentence a reading earns at `t`: the most probable class, when its probability reaches
-/// that sentence's threshold (the replies' thresholds for a reply-like post); otherwise the
+/// that sentence's threshold (those of the kind of post the gate reads, [`Domain`]); otherwise the
 /// neutral `Unclear`. `question`: the post asks (an observing post is then *asks*, else
 /// *reports*); `opposed`: the post and the claim differ in polarity (no *asserts* when
 /// `guard`, [`POLARITY_GUARD`]). Returns the stance and the probability it was decided on.
 pub fn sentence(t: &Thresholds, r: Reading, question: bool, opposed: bool, guard: bool) -> (Stance, f32) {
-    let s = if r.reply >= 0.5 { &t.replies } else { &t.posts };
+    let s = t.of(r.domain);
     let p = r.p;
     let best = (0..CLASSES).max_by(|a, b| p[*a].total_cmp(&p[*b])).unwrap_or(2);
     let vetoed = guard && opposed;
@@ -331,15 +381,16 @@ mod tests {
             weights: vec![vec![0.0; features::LEN]; CLASSES],
         };
         Head {
-            version: 3,
+            version: 4,
             thresholds: Thresholds {
                 posts: Sentences::all(0.9),
+                headlines: Sentences::all(0.9),
                 replies: Sentences::all(0.9),
             },
-            // A post, never a reply.
+            // A post, never a headline or a reply.
             gate: Linear {
-                bias: vec![20.0, -20.0],
-                weights: vec![vec![0.0; features::LEN]; 2],
+                bias: vec![20.0, -20.0, -20.0],
+                weights: vec![vec![0.0; features::LEN]; 3],
             },
             experts: vec![expert.clone(), expert],
             trained: serde_json::Value::Null,
@@ -350,7 +401,11 @@ mod tests {
     fn the_shipped_head_matches_its_pin_and_its_features() {
         let head = head().expect("the shipped head loads");
         assert!(head.well_formed());
-        for s in [head.thresholds.posts, head.thresholds.replies] {
+        for s in [
+            head.thresholds.posts,
+            head.thresholds.headlines,
+            head.thresholds.replies,
+        ] {
             for t in [s.asserts, s.denies, s.asks, s.reports] {
                 assert!(t > 0.0 && t <= 1.01, "threshold {t}");
             }
@@ -434,13 +489,18 @@ mod tests {
         assert_eq!(d(&unsure, "The Great Wall is visible from the Moon!"), Stance::Unclear);
         unsure.thresholds.posts.asserts = 0.3;
         assert_eq!(d(&unsure, "The Great Wall is visible from the Moon!"), Stance::Asserts);
-        // A post the gate reads as a reply is held to the replies' thresholds.
-        let mut reply = always(0);
-        reply.gate.bias = vec![-20.0, 20.0];
-        reply.thresholds.replies.asserts = 1.01;
-        assert_eq!(d(&reply, "The Great Wall is visible from the Moon!"), Stance::Unclear);
-        reply.thresholds.replies.asserts = 0.5;
-        assert_eq!(d(&reply, "The Great Wall is visible from the Moon!"), Stance::Asserts);
+        // A post the gate reads as a reply (or a headline) is held to that kind's thresholds.
+        for (domain, bias) in [
+            (Domain::Reply, [-20.0, -20.0, 20.0]),
+            (Domain::Headline, [-20.0, 20.0, -20.0]),
+        ] {
+            let mut other = always(0);
+            other.gate.bias = bias.to_vec();
+            other.thresholds.of_mut(domain).asserts = 1.01;
+            assert_eq!(d(&other, "The Great Wall is visible from the Moon!"), Stance::Unclear);
+            other.thresholds.of_mut(domain).asserts = 0.5;
+            assert_eq!(d(&other, "The Great Wall is visible from the Moon!"), Stance::Asserts);
+        }
         // Only a link, or only mentions: nothing a person reads, nothing said.
         assert_eq!(
             d(&always(0), "@alice @bob https://example.com/the-wall-is-visible"),

@@ -11,7 +11,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::fit::{self, Row};
-use super::{features, rules, Head, Reading, Stance, CLASSES};
+use super::{features, rules, Domain, Head, Reading, Stance, CLASSES};
 
 /// A pair's gold stance, as Emergent names it: `for` is the only positive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,45 +88,12 @@ fn gold_of(stance: &str) -> Option<Gold> {
 
 /// The project's own pairs: `tests/data/stance/pairs.jsonl` (same-claim pairs only; the
 /// CheckThat! rows' texts from `claim_matching`, the shared `claim-matching` folder) and
-/// `tests/data/stance/multilingual.jsonl`.
+/// `tests/data/stance/multilingual.jsonl` and `contrastive.jsonl`.
 pub fn read_own(repo: &Path, claim_matching: &Path) -> Result<Vec<Pair>, String> {
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mut tweets = BTreeMap::new();
-    for line in read(&claim_matching.join("CT2022-Task2A-EN-Train-Dev_Queries.tsv"))?.lines() {
-        if let Some((id, text)) = line.split_once('\t') {
-            tweets.insert(id.to_string(), text.to_string());
-        }
-    }
-    let mut claims = BTreeMap::new();
-    for line in read(&claim_matching.join("vclaims.jsonl"))?.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        if let (Some(id), Some(text)) = (v["vclaim_id"].as_str(), v["vclaim"].as_str()) {
-            claims.insert(id.to_string(), text.to_string());
-        }
-    }
-    let mut out = Vec::new();
     let dir = repo.join("tests/data/stance");
-    for line in read(&dir.join("pairs.jsonl"))?.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        let (Some(gold), true) = (gold_of(v["stance"].as_str().unwrap_or("")), v["same_claim"] != false) else {
-            continue;
-        };
-        let post = match v["iclaim_id"].as_str() {
-            Some(id) => without_trailer(tweets.get(id).ok_or_else(|| format!("no tweet {id}"))?),
-            None => v["post"].as_str().unwrap_or("").to_string(),
-        };
-        let id = v["vclaim_id"].as_str().unwrap_or("");
-        out.push(Pair {
-            post,
-            claim: claims.get(id).ok_or_else(|| format!("no claim {id}"))?.clone(),
-            gold,
-            group: id.to_string(),
-            lang: v["lang"].as_str().unwrap_or("en").to_string(),
-            split: v["split"].as_str().unwrap_or("dev").to_string(),
-        });
-    }
+    let mut out = read_rows(&dir.join("pairs.jsonl"), claim_matching)?;
     for name in ["multilingual.jsonl", "contrastive.jsonl"] {
-        for line in read(&dir.join(name))?.lines() {
+        for line in read_text(&dir.join(name))?.lines() {
             let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
             let Some(gold) = gold_of(v["stance"].as_str().unwrap_or("")) else {
                 continue;
@@ -146,6 +113,59 @@ pub fn read_own(repo: &Path, claim_matching: &Path) -> Result<Vec<Pair>, String>
                 split: v["split"].as_str().unwrap_or("dev").to_string(),
             });
         }
+    }
+    Ok(out)
+}
+
+/// The real tweets of CheckThat! 2022 Task 2A that the project labelled for stance toward
+/// their gold fact-check's claim (`tests/data/stance/tweets.jsonl`: same-claim rows a reader
+/// was sure of; `dev` the train split's tweets, `test` the dev split's): the posts the network
+/// watch decides repeat a checked claim, as they are written.
+pub fn read_tweets(repo: &Path, claim_matching: &Path) -> Result<Vec<Pair>, String> {
+    read_rows(&repo.join("tests/data/stance/tweets.jsonl"), claim_matching)
+}
+
+fn read_text(p: &Path) -> Result<String, String> {
+    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// The same-claim rows of a file in `pairs.jsonl`'s fields (rows marked `"sure": false`
+/// left out): a CheckThat! row's tweet (without its trailer) and claim read from
+/// `claim_matching`, another row's `post`.
+fn read_rows(path: &Path, claim_matching: &Path) -> Result<Vec<Pair>, String> {
+    let mut tweets = BTreeMap::new();
+    for line in read_text(&claim_matching.join("CT2022-Task2A-EN-Train-Dev_Queries.tsv"))?.lines() {
+        if let Some((id, text)) = line.split_once('\t') {
+            tweets.insert(id.to_string(), text.to_string());
+        }
+    }
+    let mut claims = BTreeMap::new();
+    for line in read_text(&claim_matching.join("vclaims.jsonl"))?.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        if let (Some(id), Some(text)) = (v["vclaim_id"].as_str(), v["vclaim"].as_str()) {
+            claims.insert(id.to_string(), text.to_string());
+        }
+    }
+    let mut out = Vec::new();
+    for line in read_text(path)?.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let kept = v["same_claim"] != false && v["sure"] != false;
+        let (Some(gold), true) = (gold_of(v["stance"].as_str().unwrap_or("")), kept) else {
+            continue;
+        };
+        let post = match v["iclaim_id"].as_str() {
+            Some(id) => without_trailer(tweets.get(id).ok_or_else(|| format!("no tweet {id}"))?),
+            None => v["post"].as_str().unwrap_or("").to_string(),
+        };
+        let id = v["vclaim_id"].as_str().unwrap_or("");
+        out.push(Pair {
+            post,
+            claim: claims.get(id).ok_or_else(|| format!("no claim {id}"))?.clone(),
+            gold,
+            group: id.to_string(),
+            lang: v["lang"].as_str().unwrap_or("en").to_string(),
+            split: v["split"].as_str().unwrap_or("dev").to_string(),
+        });
     }
     Ok(out)
 }
@@ -231,13 +251,13 @@ pub fn own_weight() -> f32 {
         .unwrap_or(OWN_WEIGHT)
 }
 
-/// A labelled set for fitting: features, gold, whether its posts are conversational replies
-/// (the gate's class), how much each row counts in each expert (posts', replies'), and each
+/// A labelled set for fitting: features, gold, the kind of text its posts are (the gate's
+/// class), how much each row counts in each expert (posts', replies'), and each
 /// row's fold by claim (`None`: trained on in every fold, never scored).
 pub struct Set<'a> {
     pub featured: &'a [Featured],
     pub gold: Vec<Gold>,
-    pub replies: bool,
+    pub domain: Domain,
     pub weights: [f32; 2],
     pub folds: Option<Vec<usize>>,
 }
@@ -248,12 +268,26 @@ pub struct Set<'a> {
 pub const HEADLINES: [f32; 2] = [1.0, 0.0];
 pub const REPLIES: [f32; 2] = [0.0, 1.0];
 
+/// How many times each labelled CheckThat! tweet (`tests/data/stance/tweets.jsonl`, dev
+/// split) counts in each expert (posts', replies'); `MUSEBOT_STANCE_TWEET_WEIGHT` overrides the
+/// posts' expert's in the bench.
+pub const TWEET_WEIGHTS: [f32; 2] = [2.0, 1.0];
+
+/// [`TWEET_WEIGHTS`], or the bench's override of the first.
+pub fn tweet_weights() -> [f32; 2] {
+    let posts = std::env::var("MUSEBOT_STANCE_TWEET_WEIGHT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(TWEET_WEIGHTS[0]);
+    [posts, TWEET_WEIGHTS[1]]
+}
+
 /// The own pairs' weights in the two experts.
 pub fn own_weights() -> [f32; 2] {
     [own_weight(), 1.0]
 }
 
-/// The head fitted on the rows `keep` keeps: the gate (reply or not) on every row once, each
+/// The head fitted on the rows `keep` keeps: the gate (post, headline or reply) on every row once, each
 /// expert on the rows its weight counts.
 fn fit_rows(sets: &[Set], keep: impl Fn(&Set, usize) -> bool) -> Head {
     let rows = |expert: Option<usize>| -> Vec<Row> {
@@ -264,7 +298,7 @@ fn fit_rows(sets: &[Set], keep: impl Fn(&Set, usize) -> bool) -> Head {
                     continue;
                 }
                 let (y, w) = match expert {
-                    None => (usize::from(s.replies), 1.0),
+                    None => (s.domain.class(), 1.0),
                     Some(e) => (g.class(), s.weights[e]),
                 };
                 if w > 0.0 {
@@ -275,12 +309,13 @@ fn fit_rows(sets: &[Set], keep: impl Fn(&Set, usize) -> bool) -> Head {
         out
     };
     Head {
-        version: 3,
+        version: 4,
         thresholds: super::Thresholds {
             posts: super::Sentences::all(0.5),
+            headlines: super::Sentences::all(0.5),
             replies: super::Sentences::all(0.5),
         },
-        gate: fit::fit(&rows(None), 2),
+        gate: fit::fit(&rows(None), 3),
         experts: vec![fit::fit(&rows(Some(0)), CLASSES), fit::fit(&rows(Some(1)), CLASSES)],
         trained: serde_json::Value::Null,
     }
@@ -297,6 +332,7 @@ pub fn cross_validate(sets: &[Set], k: usize) -> Vec<Option<Vec<Reading>>> {
     let empty = Reading {
         p: [0.0; CLASSES],
         reply: 0.0,
+        domain: Domain::Post,
     };
     let mut out: Vec<Option<Vec<Reading>>> = sets
         .iter()
