@@ -81,11 +81,13 @@ fn dev_tweets(data: &Path) -> (String, Vec<(String, String)>) {
 
 /// The project's stance labels of CheckThat! tweets (`tests/data/stance/pairs.jsonl`,
 /// `tweets.jsonl`), by the tweet's text as the stream carries it: whether the tweet asserts
-/// its fact-check's claim; and the texts of CheckThat!'s dev split.
+/// its fact-check's claim, and the label as a reader gave it; and the texts of CheckThat!'s dev
+/// split.
+#[allow(clippy::type_complexity)]
 fn our_labels(
     data: &Path,
 ) -> (
-    std::collections::HashMap<String, bool>,
+    std::collections::HashMap<String, (bool, String)>,
     std::collections::HashSet<String>,
 ) {
     let dir = data.join("claim-matching");
@@ -107,7 +109,17 @@ fn our_labels(
             let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
             if let Some(text) = v["iclaim_id"].as_str().and_then(|id| text_of.get(id)) {
                 let asserts = v["stance"] == "asserts" && v["same_claim"] != false;
-                asserting.insert(text.clone(), asserts);
+                let label = format!(
+                    "{}{}{}",
+                    v["stance"].as_str().unwrap_or(""),
+                    if v["same_claim"] == false {
+                        ", another claim"
+                    } else {
+                        ""
+                    },
+                    if v["sure"] == false { ", unsure" } else { "" }
+                );
+                asserting.insert(text.clone(), (asserts, label));
             }
         }
     }
@@ -576,7 +588,7 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool, with_head: boo
                 continue;
             }
             let labelled = *fate == "asserts";
-            if let Some(a) = asserting.get(text) {
+            if let Some((a, _)) = asserting.get(text) {
                 known += 1;
                 gold += usize::from(*a);
                 if labelled {
@@ -636,14 +648,18 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool, with_head: boo
     {
         let (asserting, _) = our_labels(data);
         let (mut right, mut wrong, mut unknown, mut gold, mut known) = (0, 0, 0, 0, 0);
+        let mut wrongly = Vec::new();
         for ((text, _, _), fate) in labelled.iter().zip(&each) {
             let said = *fate == "asserts";
             match asserting.get(text) {
-                Some(a) => {
+                Some((a, label)) => {
                     known += 1;
                     gold += usize::from(*a);
                     right += usize::from(said && *a);
                     wrong += usize::from(said && !*a);
+                    if said && !*a {
+                        wrongly.push(format!("({label}) {}", text.chars().take(160).collect::<String>()));
+                    }
                 }
                 None => unknown += usize::from(said),
             }
@@ -652,6 +668,9 @@ fn replay(corpus: &Path, data: &Path, n: usize, with_model: bool, with_head: boo
             "watch labels on {dev_file} ({how}): {} of {decided} decided \"same claim\" labelled; by our stance labels {right} assert the claim, {wrong} do not, {unknown} we did not label; {gold} of the {known} tweets we labelled assert it",
             each.iter().filter(|f| **f == "asserts").count()
         );
+        for w in &wrongly {
+            println!("  labelled, though our label says it does not assert the claim: {w}");
+        }
     }
     // Reach across languages: dev tweets restated in Spanish and Portuguese (our translations,
     // `tests/data/watch/translated.tsv`), each read as its language, beside the originals.
