@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Fits the stance model's head (src/stance/head.json: a gate and two softmax experts) from the
-# data — the Emergent dev split and the RumourEval 2017 replies (../shared/data/stance/) and the
-# project's own pairs' dev split (tests/data/stance/) — with the sandbox's multilingual model
-# (scripts/setup-sandbox.sh installs it), chooses each sentence's threshold on claim-fold
+# Fits the stance model's head (src/stance/head.json: a gate of three kinds of text — post,
+# headline, reply — and two softmax experts) from the data — the Emergent dev split and the
+# RumourEval 2017 replies (../shared/data/stance/), the project's own pairs' dev split and the
+# CheckThat! train tweets it labelled (tests/data/stance/) — with the sandbox's multilingual model
+# (scripts/setup-sandbox.sh installs it), chooses each sentence's threshold for each kind on claim-fold
 # cross-validated probabilities, then writes the head's SHA-256 into src/pins.rs (STANCE_HEAD),
 # so the binary loads exactly the file it was built with. Deterministic: the same data, model
 # and CPU give the same weights (rounded to 1e-4, so the last bits of an embedding rarely move

@@ -9,15 +9,16 @@
 //! the word rules' reading, the words they share, and the multilingual sentence embeddings of
 //! both read as a pair), which gives the probability that the post asserts the claim, denies
 //! it, or only observes it (asks or reports): two experts (posts and headlines; conversational
-//! replies) mixed by a gate that reads how reply-like the post is. Each sentence has its own threshold, chosen for
-//! its precision on dev data (`scripts/train-stance.sh`, [`train`]); below it the post gets the
+//! replies) mixed by a gate that reads what kind of text the post is (a post, a news headline,
+//! a reply). Each sentence has its own threshold for each kind, chosen for its precision on dev
+//! data (`scripts/train-stance.sh`, [`train`]); below it the post gets the
 //! neutral sentence ([`Stance::Unclear`]: "a claim this post touches on has been
 //! fact-checked"), which is true of any post. The model reads what a person sees
 //! ([`visible`]): no links, no leading mentions, no invisible characters. Word cues are
 //! features, never a decision: without the multilingual model (or with a damaged head) every
 //! post is `Unclear`, and the start-up says so once ([`availability`]).
 //!
-//! Pure and CPU-light (eight dot products over ~1,700 features): the caller embeds.
+//! Pure and CPU-light (nine dot products over ~1,700 features): the caller embeds.
 
 pub mod features;
 pub mod fit;
