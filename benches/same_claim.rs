@@ -158,15 +158,8 @@ fn main() {
         .unwrap()
         .unwrap();
     matcher.warm().unwrap();
-    let env_path = |var: &str, default: &str| {
-        std::env::var(var)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| dir.join(default), PathBuf::from)
-    };
-    let queries = env_path("MUSEBOT_QUERIES", "CT2022-Task2A-EN-Train-Dev_Queries.tsv");
+    let (queries, dev_qrels) = checkthat::held_out(&dir);
     let train_qrels = dir.join("CT2022-Task2A-EN-Train_QRELs.tsv");
-    let dev_qrels = env_path("MUSEBOT_QRELS", "CT2022-Task2A-EN-Dev_QRELs.tsv");
     let train_tweets = checkthat::tweets(&dir.join("CT2022-Task2A-EN-Train-Dev_Queries.tsv"), &train_qrels);
     let dev_tweets = checkthat::tweets(&queries, &dev_qrels);
     let train = read(&matcher, &embedder, &train_tweets, false);

@@ -265,40 +265,11 @@ fn main() {
     // The own test pairs and any named file: the head as it ships.
     let own_file = "tests/data/stance/{pairs,multilingual,contrastive}.jsonl (test split)";
     let started = Instant::now();
-    let texts: Vec<(&str, &str)> = own_test.iter().map(|p| (p.post.as_str(), p.claim.as_str())).collect();
-    let decided: Vec<Stance> = musebot::stance::decide_all(Some(&embedder), &texts)
-        .into_iter()
-        .map(|s| s.stance)
-        .collect();
+    let decided = as_shipped(&embedder, own_file, &own_test);
     let own_us = started.elapsed().as_secs_f64() * 1e6 / own_test.len().max(1) as f64;
-    report("shipped", own_file, &own_test, &decided, "the shipped head");
-    report(
-        "word-rules",
-        own_file,
-        &own_test,
-        &train::rules_alone(&own_test),
-        "the rules' own reading",
-    );
     by_language(&own_test, &decided);
     contrastive(&own_test, &decided);
-    let decided: Vec<Stance> = musebot::stance::decide_all(
-        Some(&embedder),
-        &tweets_test
-            .iter()
-            .map(|p| (p.post.as_str(), p.claim.as_str()))
-            .collect::<Vec<_>>(),
-    )
-    .into_iter()
-    .map(|s| s.stance)
-    .collect();
-    report("shipped", TWEETS_TEST, &tweets_test, &decided, "the shipped head");
-    report(
-        "word-rules",
-        TWEETS_TEST,
-        &tweets_test,
-        &train::rules_alone(&tweets_test),
-        "the rules' own reading",
-    );
+    as_shipped(&embedder, TWEETS_TEST, &tweets_test);
     if let Ok(base_url) = std::env::var("MUSEBOT_STANCE_LLM") {
         second_opinion(&base_url, own_file, &own_test, &embedder);
     }
@@ -307,20 +278,7 @@ fn main() {
         .split(',')
         .filter(|f| !f.trim().is_empty())
     {
-        let pairs = read(file.trim());
-        let texts: Vec<(&str, &str)> = pairs.iter().map(|p| (p.post.as_str(), p.claim.as_str())).collect();
-        let decided: Vec<Stance> = musebot::stance::decide_all(Some(&embedder), &texts)
-            .into_iter()
-            .map(|s| s.stance)
-            .collect();
-        report("shipped", file.trim(), &pairs, &decided, "the shipped head");
-        report(
-            "word-rules",
-            file.trim(),
-            &pairs,
-            &train::rules_alone(&pairs),
-            "the rules' own reading",
-        );
+        as_shipped(&embedder, file.trim(), &read(file.trim()));
     }
     examples(&embedder, None);
     let sets_all = &sets;
@@ -386,6 +344,25 @@ fn main() {
             musebot::pins::sha256_bytes(text.as_bytes())
         );
     }
+}
+
+/// A file scored by the head as it ships and by the word rules beside it (their two reports);
+/// the head's sentence for each pair.
+fn as_shipped(embedder: &Embedder, file: &str, pairs: &[Pair]) -> Vec<Stance> {
+    let texts: Vec<(&str, &str)> = pairs.iter().map(|p| (p.post.as_str(), p.claim.as_str())).collect();
+    let decided: Vec<Stance> = musebot::stance::decide_all(Some(embedder), &texts)
+        .into_iter()
+        .map(|s| s.stance)
+        .collect();
+    report("shipped", file, pairs, &decided, "the shipped head");
+    report(
+        "word-rules",
+        file,
+        pairs,
+        &train::rules_alone(pairs),
+        "the rules' own reading",
+    );
+    decided
 }
 
 /// Each sentence's precision and recall on a dev file's cross-validated probabilities at a

@@ -41,6 +41,22 @@ pub fn claims(dir: &Path) -> Vec<Entry> {
         .collect()
 }
 
+/// The labelled set the benches score as held out (in `dir`, the shared `claim-matching`
+/// folder): CheckThat!'s queries and dev qrels, or the files `MUSEBOT_QUERIES` (id TAB text)
+/// and `MUSEBOT_QRELS` (TREC qrels) name, as for `cargo bench --bench claim_matching`.
+pub fn held_out(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let path = |var: &str, default: &str| {
+        std::env::var(var)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| dir.join(default), std::path::PathBuf::from)
+    };
+    (
+        path("MUSEBOT_QUERIES", "CT2022-Task2A-EN-Train-Dev_Queries.tsv"),
+        path("MUSEBOT_QRELS", "CT2022-Task2A-EN-Dev_QRELs.tsv"),
+    )
+}
+
 /// The tweets of `qrels` (CheckThat!'s TREC qrels) in `queries` (id TAB text): (text, the id
 /// of the fact-check it repeats, without `vclaim-sno-`).
 pub fn tweets(queries: &Path, qrels: &Path) -> Vec<(String, String)> {

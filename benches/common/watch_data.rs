@@ -10,15 +10,7 @@ pub type Post = (String, Option<String>, Option<String>);
 
 /// CheckThat!'s held-out dev tweets: (text, the id of the fact-check each repeats).
 pub fn dev_tweets(data: &Path) -> (String, Vec<(String, String)>) {
-    let dir = data.join("claim-matching");
-    let path = |var: &str, default: &str| {
-        std::env::var(var)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| dir.join(default), PathBuf::from)
-    };
-    let queries = path("MUSEBOT_QUERIES", "CT2022-Task2A-EN-Train-Dev_Queries.tsv");
-    let qrels = path("MUSEBOT_QRELS", "CT2022-Task2A-EN-Dev_QRELs.tsv");
+    let (queries, qrels) = super::checkthat::held_out(&data.join("claim-matching"));
     let tweets = super::checkthat::tweets(&queries, &qrels);
     (qrels.display().to_string(), tweets)
 }

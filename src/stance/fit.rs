@@ -260,8 +260,8 @@ fn class_of(s: Stance) -> Option<usize> {
     }
 }
 
-/// Every sentence's threshold in both domains: *asserts*, *denies*, and *asks* (observing posts
-/// with a question) and *reports* (without) each chosen on its own.
+/// Every sentence's threshold in each domain (post, headline, reply): *asserts*, *denies*, and
+/// *asks* (observing posts with a question) and *reports* (without) each chosen on its own.
 pub fn thresholds(files: &[DevFile]) -> Thresholds {
     let domain = |d: Domain| Sentences {
         asserts: choose(files, 0, d, |_| true),
