@@ -8,13 +8,15 @@
 //! splits are the training data: each is scored *cross-validated by claim* (5 folds by the claim's
 //! hash; each fold's head is fitted on the other folds of every file), at the thresholds this very
 //! procedure chooses on those probabilities (the shipped head's thresholds). The own `test` split,
-//! the tweets' `test` split, and any file named by `MUSEBOT_STANCE_PAIRS` (comma-separated CSVs in
+//! the tweets' `test` split, `tests/data/stance/shapes.jsonl` (the shapes that fool the model,
+//! never trained on), and any file named by `MUSEBOT_STANCE_PAIRS` (comma-separated CSVs in
 //! Emergent's columns), are scored by the head as it ships. Per scorer and file it prints `stance
 //! shipped: label precision P, recall R, on N pairs (FILE)` ("label": the decision says *asserts*),
 //! `stance shipped sentences: asserts precision P recall R; denies …; asks or reports …; neutral U
 //! of N (FILE)`, the same two for the word rules (`stance word-rules…`: their own reading, as the
 //! bot used it before the model decided), the confusion tables, the own test pairs by language and
-//! the contrastive ones, and the microseconds per pair. `MUSEBOT_STANCE_LLM` (an OpenAI-compatible
+//! the contrastive ones, each post of a named file told a sentence its gold label does not match
+//! (`misread: …`), and the microseconds per pair. `MUSEBOT_STANCE_LLM` (an OpenAI-compatible
 //! `/v1` root, `MUSEBOT_STANCE_LLM_MODEL` its model) scores the own test pairs again with that
 //! LLM's second opinion (`verify.stance`): `stance shipped+llm …`, with how many were asked and the
 //! milliseconds an ask.
@@ -22,9 +24,9 @@
 //! `--train PATH` also writes the head fitted on all the training data, with its thresholds, to
 //! PATH (`scripts/train-stance.sh` does this and re-pins it); `--candidate` (or an overridden
 //! weight, `MUSEBOT_STANCE_OWN_WEIGHT`, `MUSEBOT_STANCE_TWEET_WEIGHT`) scores that head on the test
-//! files beside the shipped one (`stance candidate …`). Settings: the shipped defaults; the
-//! multilingual model is the sandbox's (`MUSEBOT_EMBED_MODEL_MULTI`), as `musebot models install`
-//! installs it.
+//! files and the named ones beside the shipped one (`stance candidate …`). Settings: the shipped
+//! defaults; the multilingual model is the sandbox's (`MUSEBOT_EMBED_MODEL_MULTI`), as `musebot
+//! models install` installs it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -44,6 +46,9 @@ const OWN: [f32; CLASSES] = [0.95, 0.85, 0.80];
 /// tweets are training data, the dev split's are scored by the head as it ships.
 const TWEETS_DEV: &str = "tests/data/stance/tweets.jsonl (dev split: CheckThat! train tweets)";
 const TWEETS_TEST: &str = "tests/data/stance/tweets.jsonl (test split: CheckThat! dev tweets)";
+
+/// The shapes that fool the model (`tests/data/stance/shapes.jsonl`), never trained on.
+const SHAPES: &str = "tests/data/stance/shapes.jsonl (never trained on)";
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
@@ -270,15 +275,22 @@ fn main() {
     by_language(&own_test, &decided);
     contrastive(&own_test, &decided);
     as_shipped(&embedder, TWEETS_TEST, &tweets_test);
+    let shapes = train::read_shapes(repo).unwrap_or_else(|e| panic!("{e}"));
+    let decided = as_shipped(&embedder, SHAPES, &shapes);
+    contrastive(&shapes, &decided);
+    misread(&shapes, &decided);
     if let Ok(base_url) = std::env::var("MUSEBOT_STANCE_LLM") {
         second_opinion(&base_url, own_file, &own_test, &embedder);
     }
-    for file in std::env::var("MUSEBOT_STANCE_PAIRS")
+    let named: Vec<(String, Vec<Pair>)> = std::env::var("MUSEBOT_STANCE_PAIRS")
         .unwrap_or_default()
         .split(',')
         .filter(|f| !f.trim().is_empty())
-    {
-        as_shipped(&embedder, file.trim(), &read(file.trim()));
+        .map(|f| (f.trim().to_string(), read(f.trim())))
+        .collect();
+    for (file, pairs) in &named {
+        let decided = as_shipped(&embedder, file, pairs);
+        misread(pairs, &decided);
     }
     examples(&embedder, None);
     let sets_all = &sets;
@@ -295,16 +307,20 @@ fn main() {
     if let Some(h) = fitted.as_mut() {
         h.thresholds = thresholds;
         if candidate {
-            for (file, pairs) in [(own_file, &own_test), (TWEETS_TEST, &tweets_test)] {
+            let files = [(own_file, &own_test), (TWEETS_TEST, &tweets_test), (SHAPES, &shapes)]
+                .into_iter()
+                .chain(named.iter().map(|(f, p)| (f.as_str(), p)));
+            for (file, pairs) in files {
                 let f = featurize(pairs);
                 let p: Vec<Reading> = f.iter().map(|x| h.read(&x.features)).collect();
-                report(
-                    "candidate",
-                    file,
-                    pairs,
-                    &train::sentences(&h.thresholds, &p, &f, musebot::stance::POLARITY_GUARD),
-                    "the head fitted in this run",
-                );
+                let decided = train::sentences(&h.thresholds, &p, &f, musebot::stance::POLARITY_GUARD);
+                report("candidate", file, pairs, &decided, "the head fitted in this run");
+                if file == own_file || file == SHAPES {
+                    contrastive(pairs, &decided);
+                }
+                if file != own_file && file != TWEETS_TEST {
+                    misread(pairs, &decided);
+                }
             }
             examples(&embedder, Some(h));
         }
@@ -499,6 +515,28 @@ fn contrastive(pairs: &[Pair], decided: &[Stance]) {
     for (p, s) in pairs.iter().zip(decided) {
         if p.group.starts_with("cx:") && p.gold == Gold::Against && *s == Stance::Asserts {
             println!("    read as asserting {:?}: {}", p.claim, p.post);
+        }
+    }
+}
+
+/// Each post of a named file told a sentence its gold label does not match (a neutral
+/// reading is never wrong, only silent).
+fn misread(pairs: &[Pair], decided: &[Stance]) {
+    for (p, s) in pairs.iter().zip(decided) {
+        let right = match s {
+            Stance::Unclear => continue,
+            Stance::Asserts => p.gold == Gold::For,
+            Stance::Denies => p.gold == Gold::Against,
+            _ => p.gold == Gold::Observing,
+        };
+        if !right {
+            println!(
+                "    misread: {} for gold {:?}: {:?} against {:?}",
+                s.as_str(),
+                p.gold,
+                p.post,
+                p.claim
+            );
         }
     }
 }

@@ -349,22 +349,47 @@ pub fn availability(multilingual_configured: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// The stances of `(post, claim)` pairs, every text embedded in one run of `embedder` (the
-/// multilingual model; CPU-bound: a blocking thread). A failed run: every post `Unclear`.
+/// The stances of `(post, claim)` pairs, every distinct text embedded once in one run of
+/// `embedder` (the multilingual model; CPU-bound: a blocking thread). A failed run: every post
+/// `Unclear`.
 pub fn decide_all(embedder: Option<&crate::relevance::Embedder>, pairs: &[(&str, &str)]) -> Vec<PostStance> {
-    let n = features::PAIR_TEXTS;
+    let (texts, index) = distinct_texts(pairs);
     let vectors = embedder.filter(|_| !pairs.is_empty()).and_then(|e| {
-        let texts: Vec<String> = pairs.iter().flat_map(|(p, c)| pair_texts(p, c)).collect();
         e.embed(&texts)
             .map_err(|e| tracing::warn!(error = %e, "stance: the embedding failed; the posts get the neutral sentence"))
             .ok()
-            .filter(|v| v.len() == n * pairs.len())
+            .filter(|v| v.len() == texts.len())
     });
     pairs
         .iter()
-        .enumerate()
-        .map(|(i, (post, claim))| decide(post, claim, vectors.as_ref().map(|v| &v[n * i..n * (i + 1)])))
+        .zip(&index)
+        .map(|((post, claim), at)| {
+            let mine: Option<Vec<Vec<f32>>> = vectors.as_ref().map(|v| at.iter().map(|j| v[*j].clone()).collect());
+            decide(post, claim, mine.as_deref())
+        })
         .collect()
+}
+
+/// The [`pair_texts`] of every pair, each distinct text once (posts matched to one claim
+/// share it), and for each pair the index of each of its texts in that list.
+pub fn distinct_texts(pairs: &[(&str, &str)]) -> (Vec<String>, Vec<Vec<usize>>) {
+    let mut texts: Vec<String> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let index = pairs
+        .iter()
+        .map(|(post, claim)| {
+            pair_texts(post, claim)
+                .into_iter()
+                .map(|t| {
+                    *at.entry(t).or_insert_with_key(|t| {
+                        texts.push(t.clone());
+                        texts.len() - 1
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    (texts, index)
 }
 
 #[cfg(test)]

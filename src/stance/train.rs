@@ -93,26 +93,41 @@ pub fn read_own(repo: &Path, claim_matching: &Path) -> Result<Vec<Pair>, String>
     let dir = repo.join("tests/data/stance");
     let mut out = read_rows(&dir.join("pairs.jsonl"), claim_matching)?;
     for name in ["multilingual.jsonl", "contrastive.jsonl"] {
-        for line in read_text(&dir.join(name))?.lines() {
-            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-            let Some(gold) = gold_of(v["stance"].as_str().unwrap_or("")) else {
-                continue;
-            };
-            let claim = v["claim"].as_str().unwrap_or("").to_string();
-            // A claim and its negation are one group: no fold trains on one and scores the other.
-            let group = match v["group"].as_str() {
-                Some(g) => format!("cx:{g}"),
-                None => format!("ml:{claim}"),
-            };
-            out.push(Pair {
-                post: v["post"].as_str().unwrap_or("").to_string(),
-                group,
-                claim,
-                gold,
-                lang: v["lang"].as_str().unwrap_or("").to_string(),
-                split: v["split"].as_str().unwrap_or("dev").to_string(),
-            });
-        }
+        out.extend(read_written(&dir.join(name))?);
+    }
+    Ok(out)
+}
+
+/// `tests/data/stance/shapes.jsonl`: the shapes that fool a model of sentence embeddings (a
+/// true post stating a false claim's opposite with an antonym, an assertion leaning on an
+/// authority, a denial without "false" or "myth", an assertion with words that look like
+/// denial), written by the project. Test data only: never trained on.
+pub fn read_shapes(repo: &Path) -> Result<Vec<Pair>, String> {
+    read_written(&repo.join("tests/data/stance/shapes.jsonl"))
+}
+
+/// A file of pairs written with their texts (`multilingual.jsonl`'s fields, and `group`).
+fn read_written(path: &Path) -> Result<Vec<Pair>, String> {
+    let mut out = Vec::new();
+    for line in read_text(path)?.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("{}: {e}", path.display()))?;
+        let Some(gold) = gold_of(v["stance"].as_str().unwrap_or("")) else {
+            continue;
+        };
+        let claim = v["claim"].as_str().unwrap_or("").to_string();
+        // A claim and its negation are one group: no fold trains on one and scores the other.
+        let group = match v["group"].as_str() {
+            Some(g) => format!("cx:{g}"),
+            None => format!("ml:{claim}"),
+        };
+        out.push(Pair {
+            post: v["post"].as_str().unwrap_or("").to_string(),
+            group,
+            claim,
+            gold,
+            lang: v["lang"].as_str().unwrap_or("").to_string(),
+            split: v["split"].as_str().unwrap_or("dev").to_string(),
+        });
     }
     Ok(out)
 }
@@ -203,21 +218,8 @@ pub struct Featured {
 /// The texts of every pair (`super::pair_texts`), each distinct text once, and for each pair
 /// the index of each of its texts in that list.
 pub fn embedded_texts(pairs: &[Pair]) -> (Vec<String>, Vec<Vec<usize>>) {
-    let mut texts: Vec<String> = Vec::new();
-    let mut at: BTreeMap<String, usize> = BTreeMap::new();
-    let mut index = Vec::with_capacity(pairs.len());
-    for p in pairs {
-        let mut mine = Vec::new();
-        for t in super::pair_texts(&p.post, &p.claim) {
-            let i = *at.entry(t.clone()).or_insert_with(|| {
-                texts.push(t);
-                texts.len() - 1
-            });
-            mine.push(i);
-        }
-        index.push(mine);
-    }
-    (texts, index)
+    let texts: Vec<(&str, &str)> = pairs.iter().map(|p| (p.post.as_str(), p.claim.as_str())).collect();
+    super::distinct_texts(&texts)
 }
 
 /// Each pair's features from the embeddings of [`embedded_texts`] (`vectors[j]` is text j's).

@@ -33,7 +33,13 @@ impl Run<'_> {
                         crate::model::Cause::Watch { review } => Some(review),
                         _ => None,
                     },
-                    _ => None,
+                    Ok(None) => None,
+                    // Says less, never more: without the watch's review the re-check decides
+                    // the post's claim by its cosine, as a mention would.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the re-checked answer's first job could not be read; its claim is matched again");
+                        None
+                    }
                 },
                 _ => only.clone(),
             };
