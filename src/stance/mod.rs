@@ -353,18 +353,21 @@ pub fn availability(multilingual_configured: bool) -> Result<(), String> {
 /// `embedder` (the multilingual model; CPU-bound: a blocking thread). A failed run: every post
 /// `Unclear`.
 pub fn decide_all(embedder: Option<&crate::relevance::Embedder>, pairs: &[(&str, &str)]) -> Vec<PostStance> {
-    let (texts, index) = distinct_texts(pairs);
-    let vectors = embedder.filter(|_| !pairs.is_empty()).and_then(|e| {
+    let embedded = embedder.filter(|_| !pairs.is_empty()).and_then(|e| {
+        let (texts, index) = distinct_texts(pairs);
         e.embed(&texts)
             .map_err(|e| tracing::warn!(error = %e, "stance: the embedding failed; the posts get the neutral sentence"))
             .ok()
             .filter(|v| v.len() == texts.len())
+            .map(|v| (v, index))
     });
     pairs
         .iter()
-        .zip(&index)
-        .map(|((post, claim), at)| {
-            let mine: Option<Vec<Vec<f32>>> = vectors.as_ref().map(|v| at.iter().map(|j| v[*j].clone()).collect());
+        .enumerate()
+        .map(|(i, (post, claim))| {
+            let mine: Option<Vec<Vec<f32>>> = embedded
+                .as_ref()
+                .map(|(v, index)| index[i].iter().map(|j| v[*j].clone()).collect());
             decide(post, claim, mine.as_deref())
         })
         .collect()
@@ -397,6 +400,13 @@ mod tests {
     use super::*;
 
     const CLAIM: &str = "The Great Wall of China is visible from the Moon with the naked eye";
+
+    #[test]
+    fn each_distinct_text_is_embedded_once_and_each_pair_gets_its_own() {
+        let (texts, index) = distinct_texts(&[("It is!", CLAIM), ("Is it?", CLAIM), ("It is!", CLAIM)]);
+        assert_eq!(texts, vec!["It is!".to_string(), CLAIM.into(), "Is it?".into()]);
+        assert_eq!(index, vec![vec![0, 1], vec![2, 1], vec![0, 1]]);
+    }
 
     /// A head that gives class `k` probability ~1 whatever the features.
     fn always(k: usize) -> Head {

@@ -37,7 +37,7 @@ impl Run<'_> {
                     // Says less, never more: without the watch's review the re-check decides
                     // the post's claim by its cosine, as a mention would.
                     Err(e) => {
-                        tracing::warn!(error = %e, "the re-checked answer's first job could not be read; its claim is matched again");
+                        tracing::warn!(error = %e, job = %of, "the re-checked answer's first job could not be read; its claim is matched again");
                         None
                     }
                 },
