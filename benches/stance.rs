@@ -258,16 +258,10 @@ fn main() {
             },
             Figures::of(&unvetoed, &gold(pairs)).sentences_text()
         );
-        report(
-            "word-rules",
-            file,
-            pairs,
-            &train::rules_alone(pairs),
-            "the rules' own reading",
-        );
+        report_rules(file, pairs);
     }
 
-    // The own test pairs and any named file: the head as it ships.
+    // The test files (own pairs, labelled tweets, shapes) and any named file: the head as it ships.
     let own_file = "tests/data/stance/{pairs,multilingual,contrastive}.jsonl (test split)";
     let started = Instant::now();
     let decided = as_shipped(&embedder, own_file, &own_test);
@@ -371,6 +365,12 @@ fn as_shipped(embedder: &Embedder, file: &str, pairs: &[Pair]) -> Vec<Stance> {
         .map(|s| s.stance)
         .collect();
     report("shipped", file, pairs, &decided, "the shipped head");
+    report_rules(file, pairs);
+    decided
+}
+
+/// The word rules' own reading of a file, reported beside the model's.
+fn report_rules(file: &str, pairs: &[Pair]) {
     report(
         "word-rules",
         file,
@@ -378,7 +378,6 @@ fn as_shipped(embedder: &Embedder, file: &str, pairs: &[Pair]) -> Vec<Stance> {
         &train::rules_alone(pairs),
         "the rules' own reading",
     );
-    decided
 }
 
 /// Each sentence's precision and recall on a dev file's cross-validated probabilities at a

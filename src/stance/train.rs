@@ -1,6 +1,6 @@
 //! The stance model's data and figures: the labelled pairs (the Emergent headlines and the
-//! RumourEval 2017 replies of `../shared/data/stance/`, the project's own pairs in
-//! `tests/data/stance/`), their features, folds by claim, cross-validated probabilities (the
+//! RumourEval 2017 replies of `../shared/data/stance/`, the project's own pairs and labelled
+//! tweets in `tests/data/stance/`, and the shapes there that are only ever scored), their features, folds by claim, cross-validated probabilities (the
 //! fit itself is `super::fit`), and the figures the bench prints per sentence.
 //! `scripts/train-stance.sh` and `cargo bench --bench stance` use it; the daemon never does.
 //! The caller embeds.
